@@ -1,0 +1,137 @@
+"""Canonical records that every ingest reader yields and every consumer reads.
+
+A reader turns an external format into `TrajectoryRecord`s (one tuning run of one task
+in one context) or `RejectedRecord`s (a bad record with its position and reason).
+Distillation turns a trajectory into `LessonDraft`s. Nothing here touches a database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+NATIVE_FORMAT_VERSION = 1
+
+# Error categories an attempt may carry when it is not feasible.
+ERROR_CATEGORIES = ("compile", "runtime", "incorrect", "timeout", "resources", "rejected", "other")
+
+
+def stable_hash(obj: Any, length: int = 32) -> str:
+    """Hex digest of a JSON-normalised object; the basis of every deterministic id."""
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:length]
+
+
+@dataclass
+class TaskSpec:
+    """What was tuned: operator family, kernel name and signature (shapes, dtype)."""
+
+    op: str
+    kernel: str | None = None
+    signature: dict[str, Any] = field(default_factory=dict)
+    dtype: str | None = None
+
+
+@dataclass
+class ContextSpec:
+    """Where it ran. `chip` is the normalised id from `platforms`; `chip_raw` the name as read."""
+
+    chip: str
+    backend: str
+    chip_raw: str | None = None
+    model: str | None = None
+    scenario: str | None = None
+    toolchain: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class AttemptRecord:
+    """One evaluated candidate: a configuration (params) and/or code, and what happened."""
+
+    index: int
+    params: dict[str, Any] = field(default_factory=dict)
+    code: str | None = None
+    compiled: bool = True
+    correct: bool | None = True
+    error_category: str | None = None
+    error: str | None = None
+    latency_ms: float | None = None
+    latency_min_ms: float | None = None
+    repetitions: int | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def feasible(self) -> bool:
+        return self.compiled and self.correct is not False and self.error_category is None
+
+
+@dataclass
+class TrajectoryRecord:
+    """The ordered attempts of one tuning run of one task in one context."""
+
+    source_format: str
+    source: str
+    task: TaskSpec
+    context: ContextSpec
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    baseline_latency_ms: float | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+    synthetic: bool = False
+
+    @property
+    def id(self) -> str:
+        """Deterministic id: the same run read twice gets the same id."""
+        return stable_hash(
+            {
+                "source_format": self.source_format,
+                "source": self.source,
+                "task": asdict(self.task),
+                "context": asdict(self.context),
+                "n": len(self.attempts),
+            }
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["version"] = NATIVE_FORMAT_VERSION
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrajectoryRecord:
+        return cls(
+            source_format=data["source_format"],
+            source=data["source"],
+            task=TaskSpec(**data["task"]),
+            context=ContextSpec(**data["context"]),
+            attempts=[AttemptRecord(**a) for a in data.get("attempts", [])],
+            baseline_latency_ms=data.get("baseline_latency_ms"),
+            evidence=data.get("evidence", {}),
+            synthetic=data.get("synthetic", False),
+        )
+
+
+@dataclass
+class RejectedRecord:
+    """A record a reader could not turn into a trajectory: where it was and why."""
+
+    path: str
+    position: str
+    reason: str
+
+
+@dataclass
+class LessonDraft:
+    """A distilled lesson before storage.
+
+    applicability keys: op, kernel, chips, families, backends, models, scenarios, dtypes,
+    signature (dict of bounds or values); lists empty mean "any".
+    """
+
+    kind: str  # insight | failure | exemplar | api
+    text: str
+    applicability: dict[str, Any]
+    hint: dict[str, Any] | None = None
+    code: str | None = None
+    provenance: dict[str, Any] = field(default_factory=dict)
