@@ -1,0 +1,31 @@
+"""Chip and backend registry: descriptors, device-name normalisation, scope chains, and the
+concept map that renders lessons from one backend's vocabulary into another's."""
+
+from platforms.backends import BACKENDS, Backend, get_backend
+from platforms.chips import Chip, all_chips, all_families, chips_in_family, get_chip
+from platforms.concepts import RenderedText, render, translate_params
+from platforms.resolve import UnknownChipError, backend_of, family_of, name_key, resolve
+from platforms.scopes import SCOPE_LEVELS, format_scope, parse_scope, scope_chain
+
+__all__ = [
+    "BACKENDS",
+    "SCOPE_LEVELS",
+    "Backend",
+    "Chip",
+    "RenderedText",
+    "UnknownChipError",
+    "all_chips",
+    "all_families",
+    "backend_of",
+    "chips_in_family",
+    "family_of",
+    "format_scope",
+    "get_backend",
+    "get_chip",
+    "name_key",
+    "parse_scope",
+    "render",
+    "resolve",
+    "scope_chain",
+    "translate_params",
+]

@@ -1,0 +1,79 @@
+"""Chip descriptors: the `Chip` dataclass and the registry loaded once from `data/chips.json`.
+
+Figures are published vendor numbers (see each chip's `source`); a figure that is not published
+is stored as null rather than estimated.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+VENDORS = ("nvidia", "amd", "huawei", "intel", "generic")
+
+
+@dataclass(frozen=True)
+class Chip:
+    """One accelerator (or host CPU) as the memory service sees it.
+
+    `id` is the short normalised id used in scopes ("h200"); an unknown device has
+    `id="unknown:<slug>"`, `known=False` and no family.
+    """
+
+    id: str
+    name: str
+    vendor: str
+    family: str | None
+    backend: str
+    compute_units: int | None = None
+    onchip_mem_kb_per_unit: float | None = None
+    mem_bandwidth_gbs: float | None = None
+    peak_bf16_tflops: float | None = None
+    peak_fp32_tflops: float | None = None
+    warp_size: int | None = None
+    source: str = ""
+    known: bool = True
+    aliases: tuple[str, ...] = ()
+
+
+def _chip_from_json(row: dict[str, Any]) -> Chip:
+    fields = dict(row)
+    fields["aliases"] = tuple(fields.get("aliases", ()))
+    return Chip(known=True, **fields)
+
+
+@cache
+def _registry() -> dict[str, Chip]:
+    text = resources.files("platforms").joinpath("data/chips.json").read_text(encoding="utf-8")
+    rows = json.loads(text)["chips"]
+    return {chip.id: chip for chip in map(_chip_from_json, rows)}
+
+
+def get_chip(chip_id: str) -> Chip:
+    """The known chip with this exact id; KeyError naming the known ids otherwise."""
+    try:
+        return _registry()[chip_id]
+    except KeyError:
+        known = ", ".join(sorted(_registry()))
+        raise KeyError(
+            f"no chip with id {chip_id!r}; known ids: {known}. "
+            "Use platforms.resolve(name) to map a device name to an id."
+        ) from None
+
+
+def all_chips() -> list[Chip]:
+    """Every known chip, in registry order."""
+    return list(_registry().values())
+
+
+def chips_in_family(family: str) -> list[Chip]:
+    """Known chips of one architecture family (e.g. "nvidia-hopper"); empty if none."""
+    return [chip for chip in _registry().values() if chip.family == family]
+
+
+def all_families() -> list[str]:
+    """Architecture family ids that at least one known chip belongs to, sorted."""
+    return sorted({chip.family for chip in _registry().values() if chip.family})
