@@ -1,0 +1,41 @@
+"""Run settings and live collaborators of one agent run (LangGraph runtime context).
+
+Not checkpointed: on resume the caller hands in a fresh context, the state comes from the
+checkpoint. The runner lives here and only the evaluate node touches it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_client.client import MemoryClient
+from agent_client.proposers.base import Proposer
+from kernels.runners.base import Runner
+
+
+@dataclass(kw_only=True)
+class AgentContext:
+    """How one run behaves and what it talks to."""
+
+    runner: Runner = field(metadata={"description": "evaluates configurations (evaluate node only)"})
+    proposer: Proposer = field(metadata={"description": "chooses the next configuration"})
+    client: MemoryClient | None = field(
+        default=None, metadata={"description": "memory API client; None runs without memory"}
+    )
+    k: int = field(default=3, metadata={"description": "lessons per retrieval"})
+    options: dict[str, Any] | None = field(
+        default=None, metadata={"description": "per-request ranking overrides (lam, backoff, ...)"}
+    )
+    plateau: int | None = field(
+        default=None,
+        metadata={"description": "stop after this many attempts without improvement"},
+    )
+    write_back: bool = field(
+        default=False,
+        metadata={"description": "upload the run's trajectory at the end so it is distilled"},
+    )
+    on_attempt: Callable[[dict[str, Any]], None] | None = field(
+        default=None, metadata={"description": "called with each attempt's history entry"}
+    )

@@ -1,0 +1,45 @@
+"""Pluggable proposers, by name: `structured`, `llm`, `random`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_client.proposers.base import (
+    AttemptOutcome,
+    Proposal,
+    ProposalError,
+    ProposalRequest,
+    Proposer,
+    TaskDescription,
+)
+
+PROPOSERS = ("structured", "llm", "random")
+
+
+def create_proposer(name: str, **kwargs: Any) -> Proposer:
+    """Build a proposer by name; kwargs go to its constructor (the LLM one needs url, model)."""
+    if name == "structured":
+        from agent_client.proposers.structured import StructuredProposer
+
+        return StructuredProposer(**kwargs)
+    if name == "random":
+        from agent_client.proposers.random_search import RandomProposer
+
+        return RandomProposer(**kwargs)
+    if name == "llm":
+        from agent_client.proposers.llm import LLMProposer
+
+        return LLMProposer(**kwargs)
+    raise ValueError(f"unknown proposer {name!r}; valid: {', '.join(PROPOSERS)}")
+
+
+__all__ = [
+    "PROPOSERS",
+    "AttemptOutcome",
+    "Proposal",
+    "ProposalError",
+    "ProposalRequest",
+    "Proposer",
+    "TaskDescription",
+    "create_proposer",
+]

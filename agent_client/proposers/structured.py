@@ -1,0 +1,168 @@
+"""The structured proposer: lesson hints turned into configurations, then local search.
+
+Order of preference for the next configuration:
+1. the exemplar configurations of the lessons the service returned now, in its rank order
+   (credited to that lesson alone, so its value measures how well its configuration works here);
+2. a parameter preference of a returned lesson applied to the best configuration so far;
+3. local search: one-step moves of one parameter around the best configurations so far, moves
+   that follow remembered preferences first;
+4. exemplars remembered from earlier retrievals, then a random untried configuration.
+Failure hints with a high failure rate exclude matching configurations throughout.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from typing import Any
+
+from agent_client.models import RetrievedLesson
+from agent_client.proposers.base import (
+    Proposal,
+    ProposalRequest,
+    Proposer,
+    config_key,
+    random_untried,
+)
+
+_HARD_FAILURE_RATE = 0.5
+
+
+def _snap(value: Any, allowed: tuple[Any, ...]) -> Any | None:
+    """The allowed value equal to `value`, or the numerically nearest one, or None."""
+    if value in allowed:
+        return value
+    numeric = [a for a in allowed if isinstance(a, int | float) and not isinstance(a, bool)]
+    if isinstance(value, int | float) and numeric:
+        return min(numeric, key=lambda a: abs(a - value))
+    return None
+
+
+def project(
+    hint_config: Mapping[str, Any],
+    space: Mapping[str, tuple[Any, ...]],
+    base: Mapping[str, Any] | None,
+) -> dict[str, Any] | None:
+    """A lesson's configuration expressed in this task's space (missing values from `base`)."""
+    shared = [name for name in space if name in hint_config]
+    if not shared:
+        return None
+    config: dict[str, Any] = {}
+    for name, allowed in space.items():
+        value = _snap(hint_config[name], allowed) if name in hint_config else None
+        if value is None:
+            value = base[name] if base and name in base else allowed[0]
+        config[name] = value
+    return config
+
+
+def _matches(config: Mapping[str, Any], pattern: Mapping[str, Any]) -> bool:
+    return bool(pattern) and all(config.get(k) == v for k, v in pattern.items())
+
+
+class _Hints:
+    """Exemplars, preferences and exclusions gathered from a set of lessons."""
+
+    def __init__(self, lessons: tuple[RetrievedLesson, ...]) -> None:
+        self.exemplars: list[tuple[RetrievedLesson, dict[str, Any]]] = []
+        self.prefer: list[tuple[RetrievedLesson, str, Any, float]] = []
+        self.soft_avoid: list[tuple[str, Any]] = []
+        self.hard_avoid: list[dict[str, Any]] = []
+        for lesson in lessons:
+            hint = lesson.hint or {}
+            if isinstance(hint.get("config"), dict):
+                self.exemplars.append((lesson, hint["config"]))
+            if "param" in hint and "value" in hint:
+                weight = float(hint.get("median_speedup") or 1.0)
+                if hint.get("effect", "prefer") == "prefer":
+                    self.prefer.append((lesson, str(hint["param"]), hint["value"], weight))
+                else:
+                    self.soft_avoid.append((str(hint["param"]), hint["value"]))
+            if isinstance(hint.get("avoid"), dict):
+                rate = float(hint.get("failure_rate") or 0.0)
+                if rate >= _HARD_FAILURE_RATE or lesson.warning:
+                    self.hard_avoid.append(dict(hint["avoid"]))
+                else:
+                    self.soft_avoid.extend(hint["avoid"].items())
+
+    def excluded(self, config: Mapping[str, Any]) -> bool:
+        return any(_matches(config, pattern) for pattern in self.hard_avoid)
+
+    def preference(self, config: Mapping[str, Any]) -> float:
+        score = sum(1.0 for _, p, v, _ in self.prefer if config.get(p) == v)
+        return score - sum(1.0 for p, v in self.soft_avoid if config.get(p) == v)
+
+
+class StructuredProposer(Proposer):
+    """Turns lesson hints into configurations; explores around the best when they run out."""
+
+    name = "structured"
+
+    def propose(self, request: ProposalRequest) -> Proposal:
+        space = request.space
+        tried = request.tried()
+        best = request.best()
+        base = best.config if best else None
+        now = _Hints(request.lessons)
+        remembered = _Hints(request.seen_lessons + request.lessons)
+
+        def fresh(config: dict[str, Any] | None) -> bool:
+            return (
+                config is not None
+                and config_key(space, config) not in tried
+                and not remembered.excluded(config)
+            )
+
+        for lesson, hint_config in now.exemplars:
+            config = project(hint_config, space, base)
+            if fresh(config):
+                assert config is not None
+                return Proposal(config, (lesson.id,), f"exemplar:{lesson.id}", lesson.text[:120])
+        if base is not None:
+            for lesson, param, value, _ in sorted(now.prefer, key=lambda p: -p[3]):
+                if param in space and _snap(value, space[param]) is not None:
+                    config = {**base, param: _snap(value, space[param])}
+                    if fresh(config):
+                        return Proposal(
+                            config, (lesson.id,), f"prefer:{lesson.id}", f"{param}={value}"
+                        )
+        rng = request.rng()
+        neighbour = self._local_move(request, remembered, rng, fresh)
+        if neighbour is not None:
+            return Proposal(neighbour, (), "local", "one-parameter move around the best so far")
+        for lesson, hint_config in remembered.exemplars:
+            config = project(hint_config, space, base)
+            if fresh(config):
+                assert config is not None
+                return Proposal(config, (), f"remembered:{lesson.id}", lesson.text[:120])
+        for _ in range(1000):
+            config = random_untried(request, rng)
+            if not remembered.excluded(config):
+                return Proposal(config, (), "random", "no hint or neighbour left")
+        return Proposal(random_untried(request, rng), (), "random", "only excluded ones left")
+
+    @staticmethod
+    def _local_move(
+        request: ProposalRequest,
+        hints: _Hints,
+        rng: random.Random,
+        fresh: Any,
+    ) -> dict[str, Any] | None:
+        feasible = sorted(
+            (a for a in request.history if a.feasible and a.latency_ms is not None),
+            key=lambda a: a.latency_ms or 0.0,
+        )
+        for centre in feasible[:5]:
+            moves: list[tuple[float, float, dict[str, Any]]] = []
+            for name, allowed in request.space.items():
+                if len(allowed) < 2 or centre.config.get(name) not in allowed:
+                    continue
+                i = allowed.index(centre.config[name])
+                for j in (i - 1, i + 1):
+                    if 0 <= j < len(allowed):
+                        config = {**centre.config, name: allowed[j]}
+                        if fresh(config):
+                            moves.append((-hints.preference(config), rng.random(), config))
+            if moves:
+                return min(moves, key=lambda m: (m[0], m[1]))[2]
+        return None

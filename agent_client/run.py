@@ -1,0 +1,244 @@
+"""`run_agent`: tune one task on one chip with the agent graph against a memory service.
+
+The task is a recorded search space (a Kernel Tuner cache file, or a folder of them from which
+the chip's file is picked) run through the replay runner, or any runner the caller builds.
+With a checkpoint file a killed run resumes where it stopped when called again with the same
+run id.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections.abc import Callable
+from contextlib import closing
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from agent_client.client import MemoryClient
+from agent_client.context import AgentContext
+from agent_client.graph import build_graph
+from agent_client.proposers import create_proposer
+from agent_client.proposers.base import Proposer, TaskDescription
+from kernels.runners.base import Runner
+from kernels.runners.replay import Recording, ReplayRunner
+
+
+@dataclass
+class AgentRunResult:
+    """What a run did: every attempt (with the lessons used and their values) and the best."""
+
+    run_id: str
+    task: dict[str, Any]
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    best_latency_ms: float | None = None
+    best_config: dict[str, Any] | None = None
+    stop_reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _recording_for(task: Path, chip: str | None) -> Recording:
+    if task.is_file():
+        recording = Recording(task)
+        if chip and recording.context.chip != _normalise_chip(chip):
+            raise ValueError(
+                f"{task} records chip {recording.context.chip!r}, not {chip!r}"
+            )
+        return recording
+    if not chip:
+        raise ValueError("a folder of recordings needs --chip to pick one")
+    wanted = _normalise_chip(chip)
+    for path in sorted(task.glob("*.json*")):
+        if path.name.endswith(("_T4.json", "_T4.json.gz")):
+            continue
+        recording = Recording(path)
+        if recording.context.chip == wanted:
+            return recording
+    raise ValueError(f"no recording for chip {chip!r} under {task}")
+
+
+def _normalise_chip(chip: str) -> str:
+    try:
+        from platforms import resolve
+
+        return resolve(chip).id
+    except ImportError:
+        return chip.strip().lower()
+
+
+def runner_for(task: str | Path, chip: str | None) -> Runner:
+    """The replay runner of a recording file, or of the chip's file in a folder of them."""
+    path = Path(task)
+    if not path.exists():
+        raise ValueError(
+            f"task {task!r} is not a recording; pass a Kernel Tuner cache file or folder, "
+            "or give run_agent a runner"
+        )
+    return ReplayRunner(recording=_recording_for(path, chip))
+
+
+def describe(runner: Runner, chip: str | None = None) -> TaskDescription:
+    """The public task description of a runner (its task and context, no measurements)."""
+    task = getattr(runner, "task", None)
+    context = getattr(runner, "context", None)
+    if task is None or context is None:
+        raise ValueError("the runner does not describe its task and context")
+    return TaskDescription(
+        op=task.op,
+        chip=chip and _normalise_chip(chip) or context.chip,
+        backend=context.backend,
+        kernel=task.kernel,
+        signature=dict(task.signature),
+    )
+
+
+def format_attempt(entry: dict[str, Any]) -> str:
+    """One attempt as the CLI prints it: outcome, origin, lessons used and their values."""
+    if entry["feasible"]:
+        outcome = f"{entry['latency_ms']:.4g} ms (best {entry['best_ms']:.4g} ms)"
+    else:
+        outcome = f"infeasible ({entry['error_category']})"
+    lines = [f"#{entry['index']:>3} [{entry['stage']}] {outcome} via {entry['origin']}"]
+    lines.append(f"      config {entry['config']}")
+    for lesson in entry["lessons"]:
+        value = lesson.get("value")
+        after = lesson.get("value_after") or {}
+        new_value = after.get("value", after.get("q")) if isinstance(after, dict) else after
+        lines.append(
+            f"      lesson {lesson['id'][:8]} ({lesson['kind']}) score {lesson.get('score') or 0:.3f}"
+            f" value {value if value is None else round(value, 3)}"
+            f" [{lesson.get('value_scope')}] -> {new_value}"
+            f" reward {entry['rewards'].get(lesson['id'])}: {lesson['text'][:90]}"
+        )
+    return "\n".join(lines)
+
+
+def run_graph(
+    runner: Runner,
+    proposer: Proposer,
+    client: MemoryClient | None,
+    budget: int,
+    *,
+    run_id: str | None = None,
+    seed: int = 0,
+    k: int = 3,
+    options: dict[str, Any] | None = None,
+    plateau: int | None = None,
+    write_back: bool = False,
+    checkpoint: Path | None = None,
+    on_attempt: Callable[[dict[str, Any]], None] | None = None,
+    chip: str | None = None,
+) -> AgentRunResult:
+    """Run (or resume, with a checkpoint and the same run id) the agent on a built runner."""
+    run_id = run_id or uuid.uuid4().hex
+    task = describe(runner, chip)
+    context = AgentContext(
+        runner=runner,
+        proposer=proposer,
+        client=client,
+        k=k,
+        options=options,
+        plateau=plateau,
+        write_back=write_back,
+        on_attempt=on_attempt,
+    )
+    config: dict[str, Any] = {
+        "configurable": {"thread_id": run_id},
+        "recursion_limit": 7 * budget + 20,
+    }
+    inputs = {
+        "run_id": run_id,
+        "task": asdict(task),
+        "space": runner.parameter_space(),
+        "budget": budget,
+        "seed": seed,
+    }
+    if checkpoint is None:
+        state = build_graph().invoke(inputs, config, context=context)
+    else:
+        checkpoint.parent.mkdir(parents=True, exist_ok=True)
+        with closing(sqlite3.connect(checkpoint, check_same_thread=False)) as conn:
+            graph = build_graph(SqliteSaver(conn))
+            saved = graph.get_state(config)
+            if saved.values and saved.next:
+                state = graph.invoke(None, config, context=context)
+            elif saved.values:
+                state = saved.values
+            else:
+                state = graph.invoke(inputs, config, context=context)
+    return AgentRunResult(
+        run_id=run_id,
+        task=asdict(task),
+        attempts=list(state.get("history") or []),
+        best_latency_ms=state.get("best_latency_ms"),
+        best_config=state.get("best_config"),
+        stop_reason=state.get("stop_reason"),
+    )
+
+
+def run_agent(
+    base_url: str | None,
+    task: str | Path,
+    chip: str | None,
+    budget: int,
+    *,
+    proposer: str = "structured",
+    k: int = 3,
+    options: dict[str, Any] | None = None,
+    plateau: int | None = None,
+    seed: int = 0,
+    api_key: str | None = None,
+    run_id: str | None = None,
+    checkpoint: str | Path | None = None,
+    write_back: bool = True,
+    llm_url: str | None = None,
+    llm_model: str | None = None,
+    llm_api_key: str | None = None,
+    on_attempt: Callable[[dict[str, Any]], None] | None = None,
+) -> AgentRunResult:
+    """Tune `task` on `chip` for up to `budget` attempts, talking to the service at `base_url`.
+
+    Args:
+        base_url: the memory service (e.g. http://127.0.0.1:8000); None runs without memory.
+        task: a Kernel Tuner cache file, or a folder of them (the chip's file is used).
+        chip: the chip to tune on (must match the recording's chip when a file is given).
+        budget: the most attempts to make.
+        proposer: `structured`, `llm` (needs llm_url and llm_model) or `random`.
+        k, options: lessons per retrieval and per-request ranking overrides.
+        plateau: stop early after this many attempts without improvement.
+        run_id, checkpoint: name the run and keep a SQLite checkpoint so it can resume.
+        write_back: upload the finished trajectory for distillation.
+        on_attempt: called with each attempt (see `format_attempt`).
+    """
+    runner = runner_for(task, chip)
+    if proposer == "llm":
+        if not (llm_url and llm_model):
+            raise ValueError("the llm proposer needs llm_url and llm_model")
+        chosen = create_proposer("llm", url=llm_url, model=llm_model, api_key=llm_api_key)
+    else:
+        chosen = create_proposer(proposer)
+    client = MemoryClient(base_url, api_key=api_key) if base_url else None
+    try:
+        return run_graph(
+            runner,
+            chosen,
+            client,
+            budget,
+            run_id=run_id,
+            seed=seed,
+            k=k,
+            options=options,
+            plateau=plateau,
+            write_back=write_back,
+            checkpoint=Path(checkpoint) if checkpoint else None,
+            on_attempt=on_attempt,
+            chip=chip,
+        )
+    finally:
+        if client is not None:
+            client.close()
