@@ -253,6 +253,9 @@ def render(text: str, source_backend: str, target_backend: str,
         found = match.group(0)
         listed, target_term = replacement[found.lower()]
         new = _match_case(found, listed, target_term)
+        before = match.string[: match.start()]
+        if new[:1].islower() and (not before.strip() or re.search(r"[.!?]\s+$", before)):
+            new = new[:1].upper() + new[1:]  # sentence start
         if new != found:
             subs.append((found, new))
         return new
