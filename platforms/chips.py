@@ -1,4 +1,4 @@
-"""Chip descriptors: the `Chip` dataclass and the registry loaded once from `data/chips.json`.
+"""Chip descriptors: the `Chip` dataclass and the registry loaded once from `chips.json`.
 
 Figures are published vendor numbers (see each chip's `source`); a figure that is not published
 is stored as null rather than estimated.
@@ -47,7 +47,7 @@ def _chip_from_json(row: dict[str, Any]) -> Chip:
 
 @cache
 def _registry() -> dict[str, Chip]:
-    text = resources.files("platforms").joinpath("data/chips.json").read_text(encoding="utf-8")
+    text = resources.files("platforms").joinpath("chips.json").read_text(encoding="utf-8")
     rows = json.loads(text)["chips"]
     return {chip.id: chip for chip in map(_chip_from_json, rows)}
 

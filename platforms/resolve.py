@@ -122,7 +122,7 @@ def resolve(name: str, backend: str | None = None) -> Chip:
             f"cannot resolve device name {name!r}: it matches no known chip and names no "
             f"vendor. Fix it by passing backend= (one of {', '.join(BACKENDS)}), by using a "
             "vendor's full device name (e.g. 'NVIDIA H100 80GB HBM3'), or by adding the chip "
-            "with its aliases to platforms/data/chips.json."
+            "with its aliases to platforms/chips.json."
         )
     vendor = {"cuda": "nvidia", "hip": "amd", "ascend": "huawei", "xpu": "intel"}.get(
         inferred, "generic"
