@@ -1,0 +1,62 @@
+"""Device names to normalised chip contexts, through `platforms.resolve`, memoised.
+
+Readers call `chip_context` once per file (never per attempt): a name the registry knows
+becomes its chip id ("NVIDIA A100-PCIE-40GB" -> "a100"); an unknown name becomes an explicit
+`unknown:<slug>` chip whose backend is inferred from vendor words; a name that says nothing
+(empty, or no vendor) becomes chip `unknown` with backend `unknown`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from platforms import UnknownChipError, resolve
+
+UNKNOWN_CHIP = "unknown"
+UNKNOWN_BACKEND = "unknown"
+
+
+@dataclass(frozen=True)
+class ChipContext:
+    """What a reader needs about a device: normalised id, backend, family, raw name."""
+
+    chip: str
+    backend: str
+    family: str | None
+    known: bool
+    raw: str | None
+
+
+@lru_cache(maxsize=4096)
+def chip_context(raw: str | None, backend: str | None = None) -> ChipContext:
+    """Resolve a device name as read from a file; never raises for an unknown device."""
+    name = (raw or "").strip()
+    if not name:
+        return ChipContext(UNKNOWN_CHIP, backend or UNKNOWN_BACKEND, None, False, raw)
+    try:
+        chip = resolve(name, backend)
+    except UnknownChipError:
+        return ChipContext(UNKNOWN_CHIP, backend or UNKNOWN_BACKEND, None, False, raw)
+    except ValueError:
+        # The caller's backend hint contradicts a known chip: trust the registry.
+        chip = resolve(name)
+    return ChipContext(chip.id, chip.backend, chip.family, chip.known, raw)
+
+
+def chip_context_with_fallback(raw: str | None, fallback: str | None) -> tuple[ChipContext, str]:
+    """Resolve `raw`; if it is empty or unknown, try `fallback` (e.g. a file-name stem).
+
+    Returns the context and where the chip came from: "device_name", "file_name" or "none".
+    The raw name kept is always what the file said (`raw`), so nothing is hidden.
+    """
+    primary = chip_context(raw)
+    if primary.known:
+        return primary, "device_name"
+    if fallback:
+        secondary = chip_context(fallback)
+        if secondary.known:
+            return ChipContext(secondary.chip, secondary.backend, secondary.family, True, raw), (
+                "file_name"
+            )
+    return primary, "device_name" if (raw or "").strip() else "none"

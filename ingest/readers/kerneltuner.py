@@ -1,0 +1,139 @@
+"""Kernel Tuner cache files (`.json`, `.json.gz`): one trajectory per file.
+
+A cache holds `device_name, kernel_name, problem_size, tune_params_keys, tune_params,
+objective, cache`; `cache` maps "v1,v2,..." to an entry with the parameters, `time` (ms, or a
+failure marker string), `times` (every repetition, ms), `compile_time` (ms) and throughput
+(`GFLOP/s`, `GB/s`). Attempts follow the cache's order. A failed configuration becomes an
+infeasible attempt with its error category; an entry that is not an object, lacks a parameter
+or has no usable `time` becomes a reject.
+
+When `device_name` is empty (some HIP caches), the chip is taken from the file name if the
+platform registry knows it, and `evidence["chip_from"]` says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ingest.chips import chip_context_with_fallback
+from ingest.errors import FormatMismatchError
+from ingest.failures import failure_category
+from ingest.records import (
+    AttemptRecord,
+    ContextSpec,
+    RejectedRecord,
+    TaskSpec,
+    TrajectoryRecord,
+)
+from ingest.sources import head, is_number, load_json, source_label
+
+FORMAT = "kerneltuner"
+
+_METRIC_KEYS = ("GFLOP/s", "GB/s", "TFLOP/s", "compile_time", "verification_time")
+
+
+def detect(path: Path) -> bool:
+    """A `.json[.gz]` whose first bytes hold Kernel Tuner's top-level cache keys."""
+    if not (path.name.endswith(".json") or path.name.endswith(".json.gz")):
+        return False
+    first = head(path, 4096)
+    return first.lstrip().startswith(b"{") and (
+        b'"device_name"' in first or b'"tune_params_keys"' in first or b'"kernel_name"' in first
+    ) and b'"results"' not in first
+
+
+def _stem(path: Path) -> str:
+    name = path.name
+    for suffix in (".json.gz", ".json"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return path.stem
+
+
+def op_name(kernel_name: str) -> str:
+    """Operator family from a kernel name: "convolution_kernel" -> "convolution"."""
+    return kernel_name[: -len("_kernel")] if kernel_name.endswith("_kernel") else kernel_name
+
+
+def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
+    """Yield the cache's rejects, then its one trajectory."""
+    doc, digest = load_json(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("cache"), dict):
+        raise FormatMismatchError(path, "not a Kernel Tuner cache: no 'cache' object")
+    keys = doc.get("tune_params_keys") or list(doc.get("tune_params") or {})
+    if not keys:
+        raise FormatMismatchError(path, "no 'tune_params_keys' or 'tune_params'")
+    kernel_name = str(doc.get("kernel_name") or _stem(path))
+    chip, chip_from = chip_context_with_fallback(doc.get("device_name"), _stem(path))
+    attempts: list[AttemptRecord] = []
+    first_stamp = None
+    for key, entry in doc["cache"].items():
+        attempt = _attempt(len(attempts), keys, entry)
+        if isinstance(attempt, str):
+            yield RejectedRecord(str(path), f"cache[{key!r}]", attempt)
+            continue
+        attempts.append(attempt)
+        if first_stamp is None:
+            first_stamp = entry.get("timestamp")
+    if not attempts:
+        raise FormatMismatchError(path, "the cache holds no usable configuration")
+    problem_size = doc.get("problem_size")
+    yield TrajectoryRecord(
+        source_format=FORMAT,
+        source=source_label(path, digest),
+        task=TaskSpec(
+            op=op_name(kernel_name),
+            kernel=kernel_name,
+            signature={"problem_size": problem_size, "tune_params_keys": list(keys)},
+        ),
+        context=ContextSpec(chip=chip.chip, backend=chip.backend, chip_raw=chip.raw),
+        attempts=attempts,
+        evidence={
+            "tool": "kernel_tuner",
+            "objective": doc.get("objective", "time"),
+            "tune_params": doc.get("tune_params"),
+            "measured_at": first_stamp,
+            "chip_from": chip_from,
+            "path": str(path),
+        },
+    )
+
+
+def _attempt(index: int, keys: list[str], entry: Any) -> AttemptRecord | str:
+    """One cache entry as an attempt, or the reason it is rejected."""
+    if not isinstance(entry, dict):
+        return "entry is not an object"
+    try:
+        params = {k: entry[k] for k in keys}
+    except KeyError as exc:
+        return f"entry lacks tuning parameter {exc.args[0]!r}"
+    time = entry.get("time")
+    if isinstance(time, str):
+        return AttemptRecord(
+            index=index,
+            params=params,
+            compiled=not time.startswith("Compil"),
+            correct=None,
+            error_category=failure_category(time),
+            error=time,
+        )
+    if not isinstance(time, int | float) or isinstance(time, bool) or time != time or time < 0:
+        return f"'time' is neither a non-negative number nor a failure marker: {time!r}"
+    times = entry.get("times")
+    if not isinstance(times, list) or not all(is_number(t) for t in times):
+        times = None
+    metrics = {m: float(entry[m]) for m in _METRIC_KEYS if isinstance(entry.get(m), int | float)}
+    if "compile_time" in metrics:
+        metrics["compile_time_ms"] = metrics.pop("compile_time")
+    if "verification_time" in metrics:
+        metrics["verification_time_ms"] = metrics.pop("verification_time")
+    return AttemptRecord(
+        index=index,
+        params=params,
+        latency_ms=float(time),
+        latency_min_ms=float(min(times)) if times else None,
+        repetitions=len(times) if times else None,
+        metrics=metrics,
+    )
