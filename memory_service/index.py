@@ -1,0 +1,197 @@
+"""Vector index: a rebuildable cache of lesson embeddings (SQL stays the source of truth).
+
+`ChromaIndex` (embedded PersistentClient, or Chroma's HTTP server) and `MemoryIndex` (numpy,
+exact, in-process) implement `VectorIndex`; `create_index` picks one by name.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+COLLECTION = "tunemem_lessons"
+
+
+class VectorIndex(ABC):
+    """Cosine-similarity search over lesson embeddings, filtered by tenant."""
+
+    @abstractmethod
+    def upsert(self, ids: list[str], vectors: np.ndarray, metadatas: list[dict[str, Any]]) -> None:
+        """Insert or replace entries.
+
+        Args:
+            ids: lesson ids.
+            vectors: unit-norm rows, one per id.
+            metadatas: scalar metadata per id; must include "tenant".
+        """
+
+    @abstractmethod
+    def delete(self, ids: list[str]) -> None:
+        """Remove entries; unknown ids are ignored."""
+
+    @abstractmethod
+    def query(self, vector: np.ndarray, n: int, tenant: str) -> list[tuple[str, float]]:
+        """Nearest entries of one tenant.
+
+        Args:
+            vector: unit-norm query vector.
+            n: how many to return at most.
+            tenant: only entries with this tenant.
+
+        Returns:
+            (id, cosine similarity), most similar first.
+        """
+
+    @abstractmethod
+    def count(self) -> int:
+        """Number of entries."""
+
+    @abstractmethod
+    def reset(self) -> None:
+        """Drop every entry."""
+
+
+class MemoryIndex(VectorIndex):
+    """Exact search in process memory; for tests and small embedded stores."""
+
+    def __init__(self) -> None:
+        self._ids: list[str] = []
+        self._pos: dict[str, int] = {}
+        self._tenants: list[str] = []
+        self._vectors = np.zeros((0, 0), dtype=np.float32)
+        self._lock = threading.Lock()
+
+    def upsert(self, ids: list[str], vectors: np.ndarray, metadatas: list[dict[str, Any]]) -> None:
+        with self._lock:
+            if self._vectors.size == 0:
+                self._vectors = np.zeros((0, vectors.shape[1]), dtype=np.float32)
+            new_rows = []
+            for i, lesson_id in enumerate(ids):
+                if lesson_id in self._pos:
+                    self._vectors[self._pos[lesson_id]] = vectors[i]
+                    self._tenants[self._pos[lesson_id]] = metadatas[i]["tenant"]
+                else:
+                    self._pos[lesson_id] = len(self._ids) + len(new_rows)
+                    new_rows.append(i)
+            for i in new_rows:
+                self._ids.append(ids[i])
+                self._tenants.append(metadatas[i]["tenant"])
+            if new_rows:
+                self._vectors = np.vstack([self._vectors, vectors[new_rows]])
+
+    def delete(self, ids: list[str]) -> None:
+        with self._lock:
+            drop = {self._pos[i] for i in ids if i in self._pos}
+            if not drop:
+                return
+            keep = [p for p in range(len(self._ids)) if p not in drop]
+            self._ids = [self._ids[p] for p in keep]
+            self._tenants = [self._tenants[p] for p in keep]
+            self._vectors = self._vectors[keep]
+            self._pos = {lesson_id: p for p, lesson_id in enumerate(self._ids)}
+
+    def query(self, vector: np.ndarray, n: int, tenant: str) -> list[tuple[str, float]]:
+        with self._lock:
+            if not self._ids:
+                return []
+            sims = self._vectors @ vector.astype(np.float32)
+            mask = np.array([t == tenant for t in self._tenants])
+            sims = np.where(mask, sims, -np.inf)
+            n = min(n, int(mask.sum()))
+            if n <= 0:
+                return []
+            top = np.argpartition(-sims, n - 1)[:n]
+            top = top[np.argsort(-sims[top], kind="stable")]
+            return [(self._ids[p], float(sims[p])) for p in top]
+
+    def count(self) -> int:
+        return len(self._ids)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.__init__()  # type: ignore[misc]
+
+
+class ChromaIndex(VectorIndex):
+    """Chroma collection with cosine distance; embedded (path) or client of a server (url)."""
+
+    def __init__(self, path: Path | None = None, url: str | None = None):
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+
+        chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=True)
+        if url:
+            from urllib.parse import urlparse
+
+            parsed = urlparse(url)
+            self._client = chromadb.HttpClient(
+                host=parsed.hostname or "localhost",
+                port=parsed.port or 8000,
+                ssl=parsed.scheme == "https",
+                settings=chroma_settings,
+            )
+        elif path is not None:
+            path.mkdir(parents=True, exist_ok=True)
+            self._client = chromadb.PersistentClient(path=str(path), settings=chroma_settings)
+        else:
+            raise ValueError("ChromaIndex needs a path (embedded) or a url (server)")
+        self._collection = self._open()
+
+    def _open(self) -> Any:
+        return self._client.get_or_create_collection(
+            name=COLLECTION, metadata={"hnsw:space": "cosine"}, embedding_function=None
+        )
+
+    def upsert(self, ids: list[str], vectors: np.ndarray, metadatas: list[dict[str, Any]]) -> None:
+        step = 4000  # below Chroma's maximum batch size
+        for start in range(0, len(ids), step):
+            self._collection.upsert(
+                ids=ids[start : start + step],
+                embeddings=vectors[start : start + step].tolist(),
+                metadatas=metadatas[start : start + step],
+            )
+
+    def delete(self, ids: list[str]) -> None:
+        if ids:
+            self._collection.delete(ids=ids)
+
+    def query(self, vector: np.ndarray, n: int, tenant: str) -> list[tuple[str, float]]:
+        total = self._collection.count()
+        if total == 0 or n <= 0:
+            return []
+        result = self._collection.query(
+            query_embeddings=[vector.tolist()],
+            n_results=min(n, total),
+            where={"tenant": tenant},
+            include=["distances"],
+        )
+        ids = result["ids"][0]
+        distances = result["distances"][0]
+        return [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
+
+    def count(self) -> int:
+        return int(self._collection.count())
+
+    def reset(self) -> None:
+        self._client.delete_collection(COLLECTION)
+        self._collection = self._open()
+
+
+INDEX_KINDS = ("chroma", "chroma-http", "memory")
+
+
+def create_index(kind: str, *, path: Path | None = None, url: str | None = None) -> VectorIndex:
+    """Build a vector index by name."""
+    if kind == "chroma":
+        return ChromaIndex(path=path)
+    if kind == "chroma-http":
+        if not url:
+            raise ValueError("index 'chroma-http' needs TUNEMEM_INDEX_URL")
+        return ChromaIndex(url=url)
+    if kind == "memory":
+        return MemoryIndex()
+    raise ValueError(f"unknown index {kind!r}; valid kinds: {', '.join(INDEX_KINDS)}")

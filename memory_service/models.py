@@ -1,0 +1,239 @@
+"""API models: the request and response shapes of DESIGN section 6 (fields may be added,
+never renamed). Table objects never leave the service; these do."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+LessonKind = Literal["insight", "failure", "exemplar", "api"]
+Stage = Literal["draft", "refine"]
+
+
+class Applicability(BaseModel):
+    """Where a lesson applies; an empty list means any."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    op: str | None = Field(None, max_length=128)
+    kernel: str | None = Field(None, max_length=256)
+    chips: list[str] = Field(default_factory=list, max_length=64)
+    families: list[str] = Field(default_factory=list, max_length=32)
+    backends: list[str] = Field(default_factory=list, max_length=8)
+    models: list[str] = Field(default_factory=list, max_length=64)
+    scenarios: list[str] = Field(default_factory=list, max_length=16)
+    dtypes: list[str] = Field(default_factory=list, max_length=16)
+    signature: dict[str, Any] = Field(default_factory=dict)
+
+
+class LessonBase(BaseModel):
+    kind: LessonKind
+    text: str = Field(min_length=1, max_length=20_000)
+    hint: dict[str, Any] | None = None
+    code: str | None = Field(None, max_length=200_000)
+    applicability: Applicability = Field(default_factory=Applicability)
+
+
+class LessonCreate(LessonBase):
+    model_config = ConfigDict(extra="forbid")
+
+    provenance: dict[str, Any] = Field(default_factory=dict)
+
+
+class LessonsCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    lessons: list[LessonCreate] = Field(min_length=1, max_length=1000)
+
+
+class LessonsCreated(BaseModel):
+    ids: list[str]
+    merged: list[str]
+
+
+class LessonUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: LessonKind | None = None
+    text: str | None = Field(None, min_length=1, max_length=20_000)
+    hint: dict[str, Any] | None = None
+    applicability: Applicability | None = None
+
+
+class LessonPublic(LessonBase):
+    id: str
+    provenance: dict[str, Any]
+    status: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class ValuePublic(BaseModel):
+    stage: Stage
+    scope: str
+    n: int
+    q: float
+
+
+class LessonDetail(LessonPublic):
+    values: list[ValuePublic]
+
+
+class LessonList(BaseModel):
+    data: list[LessonPublic]
+    count: int
+
+
+class TaskIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    op: str | None = Field(None, max_length=128)
+    kernel: str | None = Field(None, max_length=256)
+    signature: dict[str, Any] = Field(default_factory=dict)
+    dtype: str | None = Field(None, max_length=32)
+
+
+class ContextIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    chip: str | None = Field(None, max_length=128)
+    backend: str | None = Field(None, max_length=16)
+    model: str | None = Field(None, max_length=128)
+    scenario: str | None = Field(None, max_length=128)
+
+
+class RetrieveOptions(BaseModel):
+    """Per-request overrides of the ranking settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lam: float | None = Field(None, ge=0.0, le=1.0)
+    backoff: bool | None = None
+    k_recall: int | None = Field(None, ge=1, le=1000)
+    exploration_c: float | None = Field(None, ge=0.0)
+    similarity_floor: float | None = Field(None, ge=-1.0, le=1.0)
+
+
+class RetrieveRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field("", max_length=10_000)
+    task: TaskIn = Field(default_factory=TaskIn)
+    context: ContextIn = Field(default_factory=ContextIn)
+    stage: Stage
+    k: int | None = Field(None, ge=1, le=100)
+    options: RetrieveOptions = Field(default_factory=RetrieveOptions)
+
+
+class Breakdown(BaseModel):
+    similarity: float
+    value: float
+    value_scope: str
+    n: int
+    exploration: float
+    z_sim: float
+    z_value: float
+    ci_low: float
+    ci_high: float
+
+
+class RetrievedLesson(BaseModel):
+    id: str
+    kind: LessonKind
+    text: str
+    hint: dict[str, Any] | None
+    code: str | None
+    applicability: Applicability
+    score: float
+    transferred: bool
+    source_scope: str | None
+    rendered_text: str | None
+    warning: bool
+    breakdown: Breakdown
+
+
+class RetrieveResponse(BaseModel):
+    retrieval_id: str
+    stage: Stage
+    chip: str | None
+    scope_chain: list[str]
+    lessons: list[RetrievedLesson]
+    settings: dict[str, Any]
+
+
+class OutcomeIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    compiled: bool
+    correct: bool | None = None
+    latency_ms: float | None = Field(None, gt=0.0)
+    best_before_ms: float | None = Field(None, gt=0.0)
+    error: str | None = Field(None, max_length=10_000)
+
+
+class ReportRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    retrieval_id: str = Field(min_length=1, max_length=64)
+    used: list[str] | None = Field(None, max_length=100)
+    outcome: OutcomeIn
+    reporter: str | None = Field(None, max_length=128)
+
+
+class ValueNow(BaseModel):
+    stage: Stage
+    value: float
+    value_scope: str
+    n: int
+    ci_low: float
+    ci_high: float
+
+
+class ReportResponse(BaseModel):
+    outcome_id: int
+    reward: float
+    rewards: dict[str, float]
+    values: dict[str, ValueNow]
+    duplicate: bool = False
+
+
+class OutcomePublic(BaseModel):
+    id: int
+    retrieval_id: str
+    stage: Stage
+    scope_chain: list[str]
+    compiled: bool
+    correct: bool | None
+    latency_ms: float | None
+    best_before_ms: float | None
+    error: str | None
+    reward: float
+    reporter: str | None
+    created_at: datetime
+
+
+class LessonHistory(BaseModel):
+    lesson_id: str
+    outcomes: list[OutcomePublic]
+    values: list[ValuePublic]
+
+
+class TrajectoriesIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    trajectories: list[dict[str, Any]] = Field(min_length=1, max_length=1000)
+
+
+class IngestSummary(BaseModel):
+    read: int = 0
+    added: int = 0
+    merged: int = 0
+    skipped: int = 0
+    rejected: int = 0
+    attempts: int = 0
+    lessons_added: int = 0
+    lessons_merged: int = 0
+    unknown_chips: list[str] = Field(default_factory=list)
+    rejects: list[dict[str, str]] = Field(default_factory=list)

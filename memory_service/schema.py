@@ -1,0 +1,145 @@
+"""SQLModel tables: the source of truth (DESIGN section 3).
+
+Lesson, Trajectory and Attempt hold knowledge and raw runs; Retrieval and the append-only
+Outcome log hold what happened; LessonValue and TaskRewardStat are materialised views of the
+outcome log that `values rebuild` recomputes from scratch.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, Index, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Lesson(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("tenant", "content_hash"),)
+
+    id: str = Field(primary_key=True, max_length=36)
+    tenant: str = Field(default="default", index=True, max_length=64)
+    kind: str = Field(index=True, max_length=16)
+    text: str
+    hint: dict[str, Any] | None = Field(default=None, sa_type=JSON)
+    code: str | None = None
+    content_hash: str = Field(max_length=64)
+    applicability: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    # Denormalised filter columns: ",a100,h100," style lists so LIKE '%,x,%' matches one item.
+    op: str = Field(default="", index=True, max_length=128)
+    chips: str = Field(default=",", max_length=2048)
+    backends: str = Field(default=",", max_length=256)
+    provenance: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    status: str = Field(default="active", index=True, max_length=16)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class LessonRevision(SQLModel, table=True):
+    """The previous text/applicability of a lesson before each edit or archive."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    lesson_id: str = Field(index=True, max_length=36)
+    text: str
+    applicability: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    hint: dict[str, Any] | None = Field(default=None, sa_type=JSON)
+    status: str = Field(max_length=16)
+    changed_at: datetime = Field(default_factory=utcnow)
+    change: str = Field(max_length=16)
+
+
+class Trajectory(SQLModel, table=True):
+    id: str = Field(primary_key=True, max_length=64)
+    tenant: str = Field(default="default", index=True, max_length=64)
+    source_format: str = Field(max_length=32)
+    source: str
+    op: str = Field(index=True, max_length=128)
+    chip: str = Field(index=True, max_length=128)
+    backend: str = Field(max_length=16)
+    task: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    context: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    baseline_latency_ms: float | None = None
+    evidence: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    synthetic: bool = False
+    n_attempts: int = 0
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Attempt(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    trajectory_id: str = Field(index=True, max_length=64)
+    index: int
+    params: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    code: str | None = None
+    compiled: bool = True
+    correct: bool | None = None
+    error_category: str | None = Field(default=None, max_length=32)
+    error: str | None = None
+    latency_ms: float | None = None
+    latency_min_ms: float | None = None
+    repetitions: int | None = None
+    metrics: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+
+
+class Retrieval(SQLModel, table=True):
+    id: str = Field(primary_key=True, max_length=36)
+    tenant: str = Field(default="default", index=True, max_length=64)
+    query: str
+    task: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    context: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    stage: str = Field(max_length=16)
+    scope_chain: list[str] = Field(default_factory=list, sa_type=JSON)
+    results: list[dict[str, Any]] = Field(default_factory=list, sa_type=JSON)
+    settings: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Outcome(SQLModel, table=True):
+    """Append-only: never updated or deleted. Values are a function of this log."""
+
+    __table_args__ = (UniqueConstraint("tenant", "idempotency_key"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    tenant: str = Field(default="default", index=True, max_length=64)
+    retrieval_id: str = Field(index=True, max_length=36)
+    lessons: list[str] = Field(default_factory=list, sa_type=JSON)
+    stage: str = Field(max_length=16)
+    task_key: str = Field(max_length=64)
+    scope_chain: list[str] = Field(default_factory=list, sa_type=JSON)
+    compiled: bool
+    correct: bool | None = None
+    latency_ms: float | None = None
+    best_before_ms: float | None = None
+    error: str | None = None
+    reward: float
+    reporter: str | None = Field(default=None, max_length=128)
+    verified: bool = False
+    idempotency_key: str | None = Field(default=None, max_length=128)
+    response: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class LessonValue(SQLModel, table=True):
+    __table_args__ = (Index("ix_lessonvalue_lesson_stage", "lesson_id", "stage"),)
+
+    lesson_id: str = Field(primary_key=True, max_length=36)
+    stage: str = Field(primary_key=True, max_length=16)
+    scope: str = Field(primary_key=True, max_length=160)
+    n: int = 0
+    q: float = 0.0
+    sumsq: float = 0.0
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class TaskRewardStat(SQLModel, table=True):
+    """Running statistics of raw refine rewards per task (PopArt-style normalisation)."""
+
+    tenant: str = Field(primary_key=True, max_length=64)
+    task_key: str = Field(primary_key=True, max_length=64)
+    n: int = 0
+    mean: float = 0.0
+    m2: float = 0.0

@@ -1,0 +1,68 @@
+"""Service settings: the one place that reads the environment (prefix TUNEMEM_)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from retrieval.ranking import RankingSettings
+
+
+class Settings(BaseSettings):
+    """Everything configurable about a tunemem service; each field maps to TUNEMEM_<NAME>."""
+
+    model_config = SettingsConfigDict(env_prefix="TUNEMEM_", extra="ignore")
+
+    data_dir: Path = Field(Path(".tunemem"), description="embedded store directory")
+    database_url: str | None = Field(
+        None, description="SQLAlchemy URL; default sqlite under data_dir (WAL mode)"
+    )
+    index: str = Field("chroma", description="vector index kind: chroma | chroma-http | memory")
+    index_url: str | None = Field(None, description="Chroma server URL for index=chroma-http")
+    embedder: str = Field("minilm", description="embedder kind: minilm | hashing")
+    embedding_model_path: Path | None = Field(
+        None, description="sentence-transformers model folder; default the bundled MiniLM"
+    )
+    tenant: str = Field("default", description="tenant used when a request names none")
+    seed_samples: bool = Field(False, description="ingest the bundled sample data on first start")
+
+    # Ranking (DESIGN section 4); echoed in every retrieval response.
+    lam: float = Field(0.5, ge=0.0, le=1.0, description="weight of value vs similarity")
+    k: int = Field(3, ge=1, le=100, description="lessons returned per retrieval")
+    k_recall: int = Field(0, ge=0, le=1000, description="candidates recalled; 0 = automatic")
+    similarity_floor: float = Field(0.1, ge=-1.0, le=1.0, description="delta: minimum cosine")
+    exploration_c: float = Field(0.3, ge=0.0, description="UCB exploration coefficient")
+    z_clip: float = Field(3.0, gt=0.0)
+    backoff: bool = Field(True, description="shrink values down the scope chain")
+
+    # Values (DESIGN sections 4 and 5).
+    alpha: float = Field(0.3, gt=0.0, le=1.0, description="value learning rate")
+    q0: float = Field(0.0, ge=-1.0, le=1.0, description="initial value of a new lesson")
+    kappa: float = Field(2.0, ge=0.0, description="shrinkage strength (pseudo-observations)")
+    reward_min_count: int = Field(5, ge=1, description="refine outcomes before normalising")
+
+    dedup_threshold: float = Field(0.95, gt=0.0, le=1.0, description="near-duplicate cosine")
+    max_body_bytes: int = Field(8 * 1024 * 1024, gt=0, description="largest accepted request")
+    batch_size: int = Field(256, ge=1, description="ingest embedding/commit batch size")
+
+    def ranking(self, **overrides: object) -> RankingSettings:
+        values = {
+            "lam": self.lam,
+            "k": self.k,
+            "k_recall": self.k_recall,
+            "similarity_floor": self.similarity_floor,
+            "exploration_c": self.exploration_c,
+            "z_clip": self.z_clip,
+            "q0": self.q0,
+            "kappa": self.kappa,
+            "backoff": self.backoff,
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return RankingSettings(**values)  # type: ignore[arg-type]
+
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'tunemem.db').resolve()}"
