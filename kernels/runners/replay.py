@@ -52,25 +52,22 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _chip_from(device_name: str, path: Path) -> tuple[str, str, str]:
-    """Normalised chip id, backend and raw name; the file name stands in for a blank device."""
-    raw = device_name.strip() or re.sub(r"(_T4)?\.json(\.gz)?$", "", path.name)
-    try:
-        from platforms import resolve
+def _stem(path: Path) -> str:
+    return re.sub(r"\.json(\.gz)?$", "", path.name)
 
-        chip = resolve(raw)
-        return chip.id, chip.backend, raw
-    except ImportError:
-        lowered = raw.lower()
-        backend = "hip" if any(t in lowered for t in ("amd", "radeon", "mi", "w6", "rx")) else "cuda"
-        ident = re.sub(r"^(nvidia|amd)\s+", "", lowered)
-        ident = re.sub(r"(rtx|radeon|pro)\s+", "", ident).split("-")[0].replace(" ", "")
-        return ident, backend, raw
+
+def _chip_from(device_name: str, path: Path) -> tuple[str, str, str]:
+    """Chip id, backend and raw name, named exactly as the ingest reader names them."""
+    from ingest.chips import chip_context_with_fallback
+
+    chip, _ = chip_context_with_fallback(device_name, _stem(path))
+    return chip.chip, chip.backend, device_name or _stem(path)
 
 
 def _op_from(kernel_name: str, path: Path) -> str:
-    name = kernel_name or path.parent.name
-    return re.sub(r"_kernel$", "", name)
+    from ingest.readers.kerneltuner import op_name
+
+    return op_name(kernel_name or _stem(path))
 
 
 class Recording:
@@ -95,7 +92,10 @@ class Recording:
         self.task = TaskSpec(
             op=_op_from(str(data.get("kernel_name") or ""), self.path),
             kernel=str(data.get("kernel_name") or "") or None,
-            signature={"problem_size": data.get("problem_size")},
+            signature={
+                "problem_size": data.get("problem_size"),
+                "tune_params_keys": list(self.param_names),
+            },
         )
         self.context = ContextSpec(chip=chip, backend=backend, chip_raw=raw)
 
