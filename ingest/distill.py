@@ -1,0 +1,301 @@
+"""Deterministic lesson distillation: a trajectory in, `LessonDraft`s out.
+
+Three kinds of lesson, each with applicability, a self-contained text with the measured
+numbers, and a hint a structured proposer can use:
+
+- exemplar: the fastest valid configurations (or code), with their ratio to the median valid
+  attempt and to the first valid attempt; hint `{"config", "latency_ms", "ratio_to_median",
+  "ratio_to_first", "rank"}`. Trajectories without timings (vLLM tuned configs) give one
+  unmeasured exemplar per group of shapes sharing a configuration.
+- insight (parameter effect): a parameter value whose valid configurations have a median
+  latency clearly apart from the overall median; hint `{"param", "value", "effect":
+  "prefer"|"avoid", "median_speedup", "n_valid", "n_with_value"}`.
+- failure: parameter values (or pairs of values) that mostly fail, with the dominant error
+  category; hint `{"avoid": {...}, "failure_rate", "error_category", "n"}`. Trajectories of
+  code (no tuning parameters) give one failure lesson per error category with an example.
+
+Same input, same drafts in the same order. An LLM distiller can be plugged in through
+`distill(..., llm=...)`; it is off unless a caller passes one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ingest.chips import chip_context
+from ingest.failure_rules import failing_settings
+from ingest.records import LessonDraft, TrajectoryRecord
+from ingest.render import config_text, describe_task, fmt_count, fmt_ms, fmt_ratio
+
+# A parameter effect is "clear" at this ratio of medians, either way.
+EFFECT_MIN_RATIO = 1.15
+EFFECT_MIN_VALID = 20  # below this many valid attempts, effects are noise
+EFFECT_MIN_GROUP = 5
+MAX_EFFECTS = 6
+FAILURE_MIN_RATE = 0.8
+FAILURE_MIN_GROUP = 5
+MAX_FAILURES = 4
+
+LLMDistiller = Callable[[TrajectoryRecord, list[LessonDraft]], list[LessonDraft]]
+
+
+def distill(
+    traj: TrajectoryRecord, *, top_k: int = 3, llm: LLMDistiller | None = None
+) -> list[LessonDraft]:
+    """Lessons of one trajectory: exemplars, then parameter effects, then failures.
+
+    Args:
+        traj: a trajectory from any reader.
+        top_k: the most exemplars to emit (fewer for tiny trajectories: at most half the
+            valid attempts, at least one).
+        llm: optional extra distiller, given the trajectory and the deterministic drafts,
+            returning extra drafts to append. None (the default) keeps distillation
+            deterministic and offline.
+    """
+    view = _TrajectoryView(traj)
+    drafts = view.exemplars(top_k) + view.parameter_effects() + view.failures()
+    if llm is not None:
+        drafts = drafts + list(llm(traj, drafts))
+    return drafts
+
+
+@lru_cache(maxsize=1024)
+def _family(chip: str, backend: str) -> str | None:
+    if chip == "unknown":
+        return None
+    ctx = chip_context(chip)
+    return ctx.family if ctx.known else None
+
+
+class _TrajectoryView:
+    """Arrays and shared wording over one trajectory, built once."""
+
+    def __init__(self, traj: TrajectoryRecord) -> None:
+        self.traj = traj
+        attempts = traj.attempts
+        self.latency = np.array(
+            [a.latency_ms if a.latency_ms is not None else np.nan for a in attempts], dtype=float
+        )
+        self.feasible = np.array([a.feasible for a in attempts], dtype=bool)
+        self.valid = self.feasible & np.isfinite(self.latency) & (self.latency > 0)
+        self.n_valid = int(self.valid.sum())
+        evidence = traj.evidence
+        tuning = evidence.get("tuning_params")
+        shape = set(evidence.get("shape_params") or [])
+        keys = list(attempts[0].params) if attempts else []
+        self.params = [k for k in (tuning if tuning is not None else keys) if k not in shape]
+        self.shape_params = [k for k in keys if k in shape]
+        self.where = describe_task(traj)
+        self.applicability = self._applicability()
+        self.provenance = {
+            "source_format": traj.source_format,
+            "source": traj.source,
+            "trajectory_id": traj.id,
+            "synthetic": traj.synthetic,
+        }
+
+    def _applicability(self) -> dict[str, Any]:
+        ctx, task = self.traj.context, self.traj.task
+        known_chip = not ctx.chip.startswith("unknown")
+        family = _family(ctx.chip, ctx.backend) if known_chip else None
+        return {
+            "op": task.op,
+            "kernel": task.kernel,
+            "chips": [ctx.chip] if known_chip else [],
+            "families": [family] if family else [],
+            "backends": [ctx.backend] if ctx.backend != "unknown" else [],
+            "models": [ctx.model] if ctx.model else [],
+            "scenarios": [ctx.scenario] if ctx.scenario else [],
+            "dtypes": [task.dtype] if task.dtype else [],
+            "signature": dict(task.signature),
+        }
+
+    def _draft(self, kind: str, text: str, hint: dict[str, Any], code: str | None = None) -> LessonDraft:
+        return LessonDraft(
+            kind=kind,
+            text=text,
+            applicability=dict(self.applicability),
+            hint=hint,
+            code=code,
+            provenance=dict(self.provenance),
+        )
+
+    # -- exemplars -------------------------------------------------------------------------
+
+    def exemplars(self, top_k: int) -> list[LessonDraft]:
+        if self.n_valid == 0:
+            return self._unmeasured_exemplars() if not np.isfinite(self.latency).any() else []
+        attempts = self.traj.attempts
+        valid_idx = np.flatnonzero(self.valid)
+        order = valid_idx[np.lexsort((valid_idx, self.latency[valid_idx]))]
+        median = float(np.median(self.latency[valid_idx]))
+        first = int(valid_idx[0])
+        first_latency = float(self.latency[first])
+        k = min(top_k, max(1, self.n_valid // 2))
+        drafts = []
+        for rank, i in enumerate(order[:k], start=1):
+            attempt = attempts[int(i)]
+            latency = float(self.latency[i])
+            to_median, to_first = median / latency, first_latency / latency
+            what = config_text(attempt.params) if self.params else f"attempt {attempt.index}"
+            place = "fastest" if rank == 1 else f"number {rank} by speed"
+            if int(i) == first:
+                first_note = "it is the first one tried"
+            else:
+                direction = "faster" if to_first >= 1 else "slower"
+                ratio = to_first if to_first >= 1 else 1 / to_first
+                first_note = (f"{fmt_ratio(ratio)} {direction} than the first valid one tried "
+                              f"({fmt_ms(first_latency)})")
+            text = (
+                f"{self.where}: the {place} of {fmt_count(self.n_valid)} valid "
+                f"{'configurations' if self.params else 'attempts'} is {what} at "
+                f"{fmt_ms(latency)}, {fmt_ratio(to_median)} faster than the median "
+                f"({fmt_ms(median)}); {first_note}."
+            )
+            hint = {
+                "config": dict(attempt.params),
+                "latency_ms": latency,
+                "ratio_to_median": round(to_median, 4),
+                "ratio_to_first": round(to_first, 4),
+                "rank": rank,
+                "n_valid": self.n_valid,
+            }
+            drafts.append(self._draft("exemplar", text, hint, attempt.code))
+        return drafts
+
+    def _unmeasured_exemplars(self) -> list[LessonDraft]:
+        """Tuned configurations without timings, one lesson per run of shapes sharing one."""
+        attempts = [a for a in self.traj.attempts if a.feasible]
+        groups: list[tuple[dict[str, Any], list[dict[str, Any]], str | None]] = []
+        for attempt in attempts:
+            config = {k: v for k, v in attempt.params.items() if k not in self.shape_params}
+            shape = {k: attempt.params[k] for k in self.shape_params if k in attempt.params}
+            if groups and groups[-1][0] == config and groups[-1][2] == attempt.code:
+                groups[-1][1].append(shape)
+            else:
+                groups.append((config, [shape], attempt.code))
+        drafts = []
+        for config, shapes, code in groups:
+            span = _shape_span(shapes)
+            text = (
+                f"{self.where}: the configuration tuned as best for {span} is "
+                f"{config_text(config)} (recorded choice of the tuner; no timings recorded)."
+            )
+            hint = {"config": config, "shapes": shapes, "latency_ms": None,
+                    "ratio_to_median": None, "rank": 1, "measured": False}
+            drafts.append(self._draft("exemplar", text, hint, code))
+        return drafts
+
+    # -- parameter effects -----------------------------------------------------------------
+
+    def parameter_effects(self) -> list[LessonDraft]:
+        if self.n_valid < EFFECT_MIN_VALID or not self.params:
+            return []
+        valid_idx = np.flatnonzero(self.valid)
+        latency = self.latency[valid_idx]
+        overall = float(np.median(latency))
+        attempts = self.traj.attempts
+        found: list[tuple[float, int, str, Any, float, int]] = []
+        for p_order, param in enumerate(self.params):
+            values = [attempts[i].params.get(param) for i in valid_idx]
+            if not all(isinstance(v, int | float | str | bool) for v in values):
+                continue
+            uniques, codes = np.unique(np.array(values, dtype=object).astype(str), return_inverse=True)
+            if len(uniques) < 2:
+                continue
+            for code in range(len(uniques)):
+                mask = codes == code
+                count = int(mask.sum())
+                if count < max(EFFECT_MIN_GROUP, self.n_valid // 50) or count == self.n_valid:
+                    continue
+                speedup = overall / float(np.median(latency[mask]))
+                if speedup >= EFFECT_MIN_RATIO or speedup <= 1 / EFFECT_MIN_RATIO:
+                    value = values[int(np.flatnonzero(mask)[0])]
+                    found.append((-abs(np.log(speedup)), p_order, param, value, speedup, count))
+        found.sort(key=lambda f: (f[0], f[1], str(f[3])))
+        drafts = []
+        for _, _, param, value, speedup, count in found[:MAX_EFFECTS]:
+            prefer = speedup > 1
+            median_value = overall / speedup
+            verdict = (
+                f"{fmt_ratio(speedup)} faster than the overall median"
+                if prefer
+                else f"{fmt_ratio(1 / speedup)} slower than the overall median"
+            )
+            text = (
+                f"{self.where}: configurations with {param}={value} have a median latency of "
+                f"{fmt_ms(median_value)} over {fmt_count(count)} of {fmt_count(self.n_valid)} "
+                f"valid configurations, {verdict} ({fmt_ms(overall)}); "
+                f"{'prefer' if prefer else 'avoid'} {param}={value}."
+            )
+            hint = {"param": param, "value": value, "effect": "prefer" if prefer else "avoid",
+                    "median_speedup": round(speedup, 4), "n_valid": self.n_valid,
+                    "n_with_value": count}
+            drafts.append(self._draft("insight", text, hint))
+        return drafts
+
+    # -- failures --------------------------------------------------------------------------
+
+    def failures(self) -> list[LessonDraft]:
+        failed = ~self.feasible
+        n_failed = int(failed.sum())
+        if n_failed == 0:
+            return []
+        if not self.params:
+            return self._code_failures(failed)
+        rules = failing_settings(self.traj, self.params, failed, FAILURE_MIN_RATE,
+                                 FAILURE_MIN_GROUP, MAX_FAILURES)
+        n = len(self.traj.attempts)
+        drafts = []
+        for rule in rules:
+            setting = ", ".join(f"{k}={v}" for k, v in rule.avoid.items())
+            text = (
+                f"{self.where}: {fmt_count(rule.n_failed)} of {fmt_count(rule.n)} configurations "
+                f"with {setting} failed ({rule.failure_rate:.0%}, mostly {rule.error_category}"
+                f"{': ' + rule.example if rule.example not in (None, rule.error_category) else ''}), "
+                f"against "
+                f"{fmt_count(n_failed)} of {fmt_count(n)} ({n_failed / n:.0%}) over the whole "
+                f"space. Avoid {setting}."
+            )
+            hint = {"avoid": rule.avoid, "failure_rate": round(rule.failure_rate, 4),
+                    "error_category": rule.error_category, "n": rule.n}
+            drafts.append(self._draft("failure", text, hint))
+        return drafts
+
+    def _code_failures(self, failed: np.ndarray) -> list[LessonDraft]:
+        by_category: dict[str, list[int]] = {}
+        for i in np.flatnonzero(failed):
+            category = self.traj.attempts[int(i)].error_category or "other"
+            by_category.setdefault(category, []).append(int(i))
+        n = len(self.traj.attempts)
+        drafts = []
+        for category in sorted(by_category, key=lambda c: (-len(by_category[c]), c)):
+            indices = by_category[category]
+            example = self.traj.attempts[indices[0]]
+            message = (example.error or "").strip().splitlines()
+            excerpt = message[0][:300] if message else "no message recorded"
+            text = (
+                f"{self.where}: {len(indices)} of {n} attempts failed with a {category} error; "
+                f"example: {excerpt}"
+            )
+            hint = {"avoid": {}, "failure_rate": round(len(indices) / n, 4),
+                    "error_category": category, "n": n, "example_error": excerpt}
+            drafts.append(self._draft("failure", text, hint, example.code))
+        return drafts
+
+
+def _shape_span(shapes: list[dict[str, Any]]) -> str:
+    """"M=1..16 (5 sizes)" for one numeric shape parameter, else a listing."""
+    if not shapes or not shapes[0]:
+        return "all recorded shapes"
+    if len(shapes[0]) == 1:
+        (key,) = shapes[0]
+        values = [s[key] for s in shapes]
+        if len(values) == 1:
+            return f"{key}={values[0]}"
+        return f"{key}={values[0]}..{values[-1]} ({len(values)} sizes: {', '.join(map(str, values))})"
+    return "; ".join(", ".join(f"{k}={v}" for k, v in s.items()) for s in shapes)

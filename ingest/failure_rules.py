@@ -1,0 +1,102 @@
+"""Finding the parameter settings that make configurations fail.
+
+Single values first, then pairs of values. A setting is kept when, over enough
+configurations, it fails at least `min_rate` of the time, or at least `RISK_RATIO` times as
+often as the whole space (and in at least `MIN_RISK_RATE` of its configurations) — scattered
+resource failures are found that way. A pair that contains an already reported value adds
+nothing and is skipped. Rules are ranked by how many failures they explain.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from ingest.records import TrajectoryRecord
+
+
+RISK_RATIO = 3.0
+MIN_RISK_RATE = 0.1
+MIN_RISK_FAILURES = 5
+
+
+@dataclass(frozen=True)
+class FailureRule:
+    """A setting that mostly fails: {param: value, ...}, over n configurations."""
+
+    avoid: dict[str, Any]
+    n: int
+    n_failed: int
+    failure_rate: float
+    error_category: str
+    example: str | None
+
+
+def _codes(values: list[Any]) -> tuple[list[Any], np.ndarray] | None:
+    if not all(isinstance(v, int | float | str | bool) for v in values):
+        return None
+    keys = [str(v) for v in values]
+    uniques, codes = np.unique(np.array(keys, dtype=object).astype(str), return_inverse=True)
+    firsts = {}
+    for i, key in enumerate(keys):
+        firsts.setdefault(key, values[i])
+    return [firsts[u] for u in uniques], codes
+
+
+def failing_settings(
+    traj: TrajectoryRecord, params: list[str], failed: np.ndarray, min_rate: float,
+    min_group: int, limit: int,
+) -> list[FailureRule]:
+    """The settings of `params` whose failure rate is at least `min_rate`, best first."""
+    attempts = traj.attempts
+    encoded: dict[str, tuple[list[Any], np.ndarray]] = {}
+    for param in params:
+        result = _codes([a.params.get(param) for a in attempts])
+        if result is not None and len(result[0]) > 1:
+            encoded[param] = result
+    base_rate = float(failed.mean()) if len(failed) else 0.0
+    risky_rate = max(MIN_RISK_RATE, RISK_RATIO * base_rate)
+
+    def kept(totals: np.ndarray, fails: np.ndarray) -> np.ndarray:
+        rate = fails / np.maximum(totals, 1)
+        risky = (rate >= risky_rate) & (fails >= MIN_RISK_FAILURES)
+        return (totals >= min_group) & ((rate >= min_rate) | risky)
+
+    found: list[tuple[int, float, int, dict[str, Any], np.ndarray]] = []
+    chosen_values: set[tuple[str, str]] = set()
+    order = 0
+    for param, (values, codes) in encoded.items():
+        totals = np.bincount(codes, minlength=len(values))
+        fails = np.bincount(codes, weights=failed, minlength=len(values))
+        for code in np.flatnonzero(kept(totals, fails)):
+            value = values[code]
+            found.append((int(fails[code]), fails[code] / totals[code], order,
+                          {param: value}, codes == code))
+            chosen_values.add((param, str(value)))
+            order += 1
+    for (p1, (v1, c1)), (p2, (v2, c2)) in combinations(encoded.items(), 2):
+        joint = c1 * len(v2) + c2
+        size = len(v1) * len(v2)
+        totals = np.bincount(joint, minlength=size)
+        fails = np.bincount(joint, weights=failed, minlength=size)
+        for code in np.flatnonzero(kept(totals, fails)):
+            a, b = v1[code // len(v2)], v2[code % len(v2)]
+            if (p1, str(a)) in chosen_values or (p2, str(b)) in chosen_values:
+                continue
+            found.append((int(fails[code]), fails[code] / totals[code], order,
+                          {p1: a, p2: b}, joint == code))
+            order += 1
+    found.sort(key=lambda f: (-f[0], -f[1], f[2]))
+    rules = []
+    for n_failed, rate, _, avoid, mask in found[:limit]:
+        members = np.flatnonzero(mask & failed)
+        categories = Counter(attempts[int(i)].error_category or "other" for i in members)
+        category = sorted(categories.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+        example = next((attempts[int(i)].error for i in members
+                        if attempts[int(i)].error_category == category), None)
+        rules.append(FailureRule(avoid, int(mask.sum()), n_failed, float(rate), category, example))
+    return rules
