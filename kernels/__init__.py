@@ -1,0 +1,7 @@
+"""Kernel tasks, their Triton templates, the evaluation harness and the runners.
+
+`kernels.catalogue` names the tasks, `kernels.harness` checks and times one configuration,
+`kernels.runners` evaluates configurations behind the `Runner` interface (cuda, cpu, replay),
+`kernels.sweep` tunes a task over shapes into native trajectories and `kernels.bench` reports
+tuned kernels against PyTorch and the hardware limits.
+"""

@@ -1,0 +1,37 @@
+"""The cuda runner: compile, check and time Triton kernels live on an NVIDIA GPU."""
+
+from __future__ import annotations
+
+import torch
+
+from kernels.runners.live import LiveRunner
+from kernels.tasks.base import KernelTask, ShapeCase
+
+
+class CudaRunner(LiveRunner):
+    """Evaluates configurations on a CUDA device, timed with do_bench (L2 flushed per run)."""
+
+    name = "cuda"
+
+    def __init__(
+        self,
+        task: str | KernelTask,
+        shape: str | dict[str, int] | ShapeCase | None = None,
+        dtype: str | None = None,
+        seed: int = 0,
+        device: str = "cuda",
+        warmup_ms: float = 25.0,
+        rep_ms: float = 100.0,
+    ) -> None:
+        if not torch.cuda.is_available():
+            raise RuntimeError("cuda runner needs an NVIDIA GPU with CUDA; none is visible")
+        self.device = device
+        self.warmup_ms = warmup_ms
+        self.rep_ms = rep_ms
+        super().__init__(task, shape, dtype, seed)
+
+    def default_shape(self) -> ShapeCase:
+        return self.task.shapes[0]
+
+    def timing(self) -> tuple[float, float] | None:
+        return (self.warmup_ms, self.rep_ms)

@@ -1,0 +1,151 @@
+"""The harness's own sweep: walk a task's tuning space over shapes on a runner.
+
+Each (task, shape) becomes one `TrajectoryRecord` in tunemem's native format: the attempts in
+the order they ran, the context (chip from `platforms`, toolchain versions, model and
+scenario where the shape comes from one) and the evidence of how it was measured.
+"""
+
+from __future__ import annotations
+
+import json
+import platform as host_platform
+import random
+import time
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ingest.records import ContextSpec, TaskSpec, TrajectoryRecord
+from kernels.harness import HARNESS_VERSION
+from kernels.runners.base import EvalResult, Runner
+from kernels.tasks.base import KernelTask, ShapeCase
+
+SOURCE_PREFIX = "tunemem-kernels-sweep"
+
+
+def chip_identity(device_name: str) -> tuple[str, str]:
+    """(normalised chip id, backend) of a device name, through `platforms.resolve`."""
+    try:
+        from platforms import resolve
+
+        chip = resolve(device_name)
+        return chip.id, chip.backend
+    except (ImportError, LookupError, ValueError):
+        slug = "-".join(device_name.lower().replace("nvidia", "").split())
+        return slug or "unknown", "cuda"
+
+
+def toolchain_versions() -> dict[str, str]:
+    """Versions of what compiled and ran the kernels."""
+    import torch
+    import triton
+
+    versions = {
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "python": host_platform.python_version(),
+    }
+    if torch.version.cuda:
+        versions["cuda"] = str(torch.version.cuda)
+    return versions
+
+
+def candidate_configs(
+    task: KernelTask,
+    dims: dict[str, int],
+    space: dict[str, list[Any]] | None = None,
+    limit: int | None = None,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """Valid configurations of a space for these dims, in grid order, sampled down to `limit`."""
+    valid = [c for c in task.configs(space or task.tuning_space) if task.valid(c, dims)]
+    if limit is None or len(valid) <= limit:
+        return valid
+    keep = sorted(random.Random(seed).sample(range(len(valid)), limit))
+    return [valid[i] for i in keep]
+
+
+def sweep_shape(
+    task: KernelTask,
+    case: ShapeCase,
+    runner: Runner,
+    configs: list[dict[str, Any]],
+    *,
+    device_name: str,
+    dtype: str,
+    run_id: str,
+    deadline: float | None = None,
+    baseline_latency_ms: float | None = None,
+    on_attempt: Callable[[int, dict[str, Any], EvalResult], None] | None = None,
+) -> TrajectoryRecord:
+    """Evaluate configurations in order (stopping at `deadline`, a time.monotonic() value)."""
+    chip, backend = chip_identity(device_name)
+    attempts = []
+    for index, config in enumerate(configs):
+        if deadline is not None and time.monotonic() > deadline:
+            break
+        result = runner.evaluate(config)
+        attempts.append(result.to_attempt(index, config))
+        if on_attempt is not None:
+            on_attempt(index, config, result)
+    return TrajectoryRecord(
+        source_format="native",
+        source=f"{SOURCE_PREFIX}/{task.name}/{case.name}@{run_id}",
+        task=TaskSpec(
+            op=task.op, kernel=task.kernel, signature={**case.dims, "dtype": dtype}, dtype=dtype
+        ),
+        context=ContextSpec(
+            chip=chip,
+            backend=backend,
+            chip_raw=device_name,
+            model=case.model,
+            scenario=case.scenario,
+            toolchain=toolchain_versions(),
+        ),
+        attempts=attempts,
+        baseline_latency_ms=baseline_latency_ms,
+        evidence={
+            "harness_version": HARNESS_VERSION,
+            "runner": runner.name,
+            "gpu": device_name,
+            "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "shape_name": case.name,
+            "configs_planned": len(configs),
+            "configs_tried": len(attempts),
+            "baseline": "torch eager median latency" if baseline_latency_ms else None,
+            "latency_ms": "mean of do_bench runs; metrics hold median and percentiles",
+            "host": host_platform.node(),
+        },
+        synthetic=False,
+    )
+
+
+def new_run_id() -> str:
+    """A UTC timestamp naming one sweep run (part of every trajectory's source)."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def write_trajectories(records: Iterable[TrajectoryRecord], path: Path) -> int:
+    """Write records as JSON lines (`TrajectoryRecord.to_dict()`); returns how many."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    count = 0
+    with path.open("w") as handle:
+        for record in records:
+            handle.write(json.dumps(record.to_dict(), sort_keys=True) + "\n")
+            count += 1
+    return count
+
+
+def read_trajectories(path: Path) -> list[TrajectoryRecord]:
+    """Read records written by `write_trajectories`."""
+    with path.open() as handle:
+        return [TrajectoryRecord.from_dict(json.loads(line)) for line in handle if line.strip()]
+
+
+def best_attempt(record: TrajectoryRecord) -> Any:
+    """The feasible attempt with the lowest median latency, or None."""
+    timed = [a for a in record.attempts if a.feasible and a.latency_ms is not None]
+    if not timed:
+        return None
+    return min(timed, key=lambda a: a.metrics.get("latency_median_ms", a.latency_ms))

@@ -1,0 +1,1 @@
+"""The real kernel tasks: a PyTorch reference, an input generator and a Triton template each."""

@@ -1,0 +1,108 @@
+"""Every Triton template compiles and matches its reference under the interpreter (small shapes)."""
+
+from __future__ import annotations
+
+import pytest
+
+import kernels.runners.cpu  # noqa: F401  (switches Triton to the interpreter first)
+from kernels.catalogue import get_task, task_names
+from kernels.runners import create_runner
+
+# Two configurations per task that fit its small shapes; softmax/rmsnorm cover the single-pass
+# path (BLOCK_N >= row) and the two-pass path (BLOCK_N < row) on the 300-wide shape.
+SMALL_CONFIGS = {
+    "softmax": [
+        {"BLOCK_N": 256, "num_warps": 2, "ROWS_PER_PROGRAM": 2, "NUM_STAGES": 1},
+        {"BLOCK_N": 512, "num_warps": 4, "ROWS_PER_PROGRAM": 1, "NUM_STAGES": 2},
+    ],
+    "rmsnorm": [
+        {"BLOCK_N": 256, "num_warps": 2, "ROWS_PER_PROGRAM": 2, "NUM_STAGES": 1},
+        {"BLOCK_N": 512, "num_warps": 4, "ROWS_PER_PROGRAM": 1, "NUM_STAGES": 2},
+    ],
+    "gemm": [
+        {
+            "BLOCK_M": 16,
+            "BLOCK_N": 16,
+            "BLOCK_K": 16,
+            "GROUP_M": 4,
+            "num_warps": 4,
+            "num_stages": 2,
+        },
+        {
+            "BLOCK_M": 32,
+            "BLOCK_N": 32,
+            "BLOCK_K": 32,
+            "GROUP_M": 1,
+            "num_warps": 4,
+            "num_stages": 3,
+        },
+    ],
+    "attention": [
+        {"BLOCK_M": 32, "BLOCK_N": 16, "num_warps": 4, "num_stages": 2},
+        {"BLOCK_M": 16, "BLOCK_N": 16, "num_warps": 4, "num_stages": 1},
+    ],
+}
+
+CASES = [
+    (name, shape.name, i)
+    for name in task_names()
+    for shape in get_task(name).small_shapes
+    for i in range(2)
+]
+
+
+def test_small_configs_cover_every_task():
+    assert set(SMALL_CONFIGS) == set(task_names())
+
+
+@pytest.mark.parametrize(("task", "shape", "which"), CASES)
+def test_template_matches_reference(task: str, shape: str, which: int):
+    config = SMALL_CONFIGS[task][which]
+    runner = create_runner("cpu", task=task, shape=shape)
+    if not get_task(task).valid(config, runner.shape.dims):
+        pytest.skip(f"config {config} does not fit {shape} by the task's own constraint")
+    result = runner.evaluate(config)
+    assert result.feasible, result
+    assert result.correct is True
+    assert result.metrics["rel_norm_error"] < 1e-4
+    assert result.latency_ms is None  # the interpreter never reports latency
+
+
+@pytest.mark.parametrize("task", ["softmax", "gemm"])
+def test_half_precision_within_tolerance(task: str):
+    shape = get_task(task).small_shapes[1].name
+    result = create_runner("cpu", task=task, shape=shape, dtype="float16").evaluate(
+        SMALL_CONFIGS[task][0]
+    )
+    assert result.feasible, result
+    assert 0 < result.metrics["rel_norm_error"] < 2e-3
+
+
+def test_declared_spaces_hold_tuning_spaces():
+    for name in task_names():
+        task = get_task(name)
+        for param, values in task.tuning_space.items():
+            assert set(values) <= set(task.parameter_space[param]), (name, param)
+        assert task.shapes and task.small_shapes
+
+
+def test_invalid_config_is_infeasible_not_an_exception():
+    runner = create_runner("cpu", task="attention", shape="tiny-b2-h1-s64-d32-causal")
+    result = runner.evaluate({"BLOCK_M": 16, "BLOCK_N": 32, "num_warps": 4, "num_stages": 2})
+    assert not result.feasible
+    assert result.error_category == "other"
+    assert "multiple" in result.error
+
+
+def test_gemm_resource_limits_are_declared():
+    gemm = get_task("gemm")
+    big = {
+        "BLOCK_M": 256,
+        "BLOCK_N": 256,
+        "BLOCK_K": 128,
+        "GROUP_M": 8,
+        "num_warps": 8,
+        "num_stages": 5,
+    }
+    violation = gemm.check(big, {"M": 4096, "N": 4096, "K": 4096})
+    assert violation is not None and violation.category == "resources"
