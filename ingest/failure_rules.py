@@ -3,8 +3,8 @@
 Single values first, then pairs of values. A setting is kept when, over enough
 configurations, it fails at least `min_rate` of the time, or at least `RISK_RATIO` times as
 often as the whole space (and in at least `MIN_RISK_RATE` of its configurations) — scattered
-resource failures are found that way. A pair that contains an already reported value adds
-nothing and is skipped. Rules are ranked by how many failures they explain.
+resource failures are found that way. A pair that contains a value which alone fails at
+`min_rate` adds nothing and is skipped. Rules are ranked by how many failures they explain.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from ingest.records import TrajectoryRecord
-
 
 RISK_RATIO = 3.0
 MIN_RISK_RATE = 0.1
@@ -76,7 +75,8 @@ def failing_settings(
             value = values[code]
             found.append((int(fails[code]), fails[code] / totals[code], order,
                           {param: value}, codes == code))
-            chosen_values.add((param, str(value)))
+            if fails[code] >= min_rate * totals[code]:
+                chosen_values.add((param, str(value)))
             order += 1
     for (p1, (v1, c1)), (p2, (v2, c2)) in combinations(encoded.items(), 2):
         joint = c1 * len(v2) + c2
