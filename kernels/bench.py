@@ -169,6 +169,7 @@ def bench_shape(
         base = row[name].get("median_ms")
         row[f"speedup_vs_{name}"] = base / best_ms if base and best_ms else None
     tput = row["triton"]
+    row["copy_gbps"] = copy["gbps"]
     if task.bound == "memory":
         row["fraction_of_copy_bw"] = tput["gbps"] / copy["gbps"] if tput["gbps"] else None
         peak = limits.get("mem_bandwidth_gbs")
@@ -290,6 +291,35 @@ def run_kernel_bench(
     return result
 
 
+def merge_results(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One report from several runs on the same machine (e.g. tasks split across calls).
+
+    Rows keep the limits of the run that measured them; the report lists every run's copy
+    measurement and command.
+    """
+    if not parts:
+        raise ValueError("nothing to merge")
+    gpus = {part["machine"]["gpu"] for part in parts}
+    if len(gpus) > 1:
+        raise ValueError(f"results come from different GPUs: {sorted(gpus)}")
+    merged = json.loads(json.dumps(parts[0]))
+    merged["rows"] = [row for part in parts for row in part["rows"]]
+    merged["trajectory_files"] = [f for part in parts for f in part["trajectory_files"]]
+    merged["elapsed_s"] = sum(part["elapsed_s"] for part in parts)
+    merged["command"] = " ; ".join(part["command"] for part in parts)
+    merged["runs"] = [
+        {
+            "run_id": part["settings"]["run_id"],
+            "command": part["command"],
+            "measured_copy": part["limits"]["measured_copy"],
+            "elapsed_s": part["elapsed_s"],
+        }
+        for part in parts
+    ]
+    merged["goals"] = goal_checks(merged)
+    return merged
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("bench/results"))
@@ -299,7 +329,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget-s", type=float, default=None)
     parser.add_argument("--warmup-ms", type=float, default=10.0)
     parser.add_argument("--rep-ms", type=float, default=40.0)
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="merge these kernels.json files into --out instead of running",
+    )
     args = parser.parse_args(argv)
+    if args.merge:
+        result = merge_results([json.loads(path.read_text()) for path in args.merge])
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "kernels.json").write_text(json.dumps(result, indent=1, default=str))
+        (args.out / "kernels.md").write_text(render_markdown(result))
+        print(render_markdown(result))
+        return 0
     result = run_kernel_bench(
         args.out,
         args.quick,

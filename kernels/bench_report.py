@@ -107,6 +107,13 @@ def render_markdown(result: dict[str, Any]) -> str:
         f"({copy['bytes_copied'] / 2**30:.0f} GiB, read + written); descriptor "
         f"{_fmt(desc.get('mem_bandwidth_gbs'))} GB/s and {_fmt(desc.get('peak_bf16_tflops'))} "
         f"bf16 TFLOP/s dense ({desc.get('chip')}).",
+    ]
+    for run in result.get("runs", []):
+        lines.append(
+            f"Run {run['run_id']}: `{run['command']}`, copy {run['measured_copy']['gbps']:.0f} "
+            f"GB/s, {run['elapsed_s']:.0f} s.  "
+        )
+    lines += [
         "",
         "| task | shape | model / scenario | best config | tried (ok) | Triton ms | Triton | "
         "eager ms | compile ms | x eager | x compile | of limit |",
@@ -142,7 +149,7 @@ def render_markdown(result: dict[str, Any]) -> str:
             f"| {_fmt(row.get('speedup_vs_eager'), '.2f')} "
             f"| {_fmt(row.get('speedup_vs_compile'), '.2f')} | {limit} |"
         )
-    goals = result.get("goals", [])
+    goals = result.get("goals") or goal_checks(result)
     if goals:
         lines += [
             "",
