@@ -122,8 +122,7 @@ def _attempt(index: int, keys: list[str], entry: Any) -> AttemptRecord | str:
     if not isinstance(time, int | float) or isinstance(time, bool) or time != time or time < 0:
         return f"'time' is neither a non-negative number nor a failure marker: {time!r}"
     times = entry.get("times")
-    if not isinstance(times, list) or not all(is_number(t) for t in times):
-        times = None
+    fastest = _fastest(times)
     metrics = {m: float(entry[m]) for m in _METRIC_KEYS if isinstance(entry.get(m), int | float)}
     if "compile_time" in metrics:
         metrics["compile_time_ms"] = metrics.pop("compile_time")
@@ -133,7 +132,19 @@ def _attempt(index: int, keys: list[str], entry: Any) -> AttemptRecord | str:
         index=index,
         params=params,
         latency_ms=float(time),
-        latency_min_ms=float(min(times)) if times else None,
-        repetitions=len(times) if times else None,
+        latency_min_ms=fastest,
+        repetitions=len(times) if fastest is not None else None,
         metrics=metrics,
     )
+
+
+def _fastest(times: Any) -> float | None:
+    """min(times) when `times` is a non-empty list of numbers (checked cheaply: hot path)."""
+    if not isinstance(times, list) or not times:
+        return None
+    try:
+        fastest = min(times)
+    except TypeError:
+        return None
+    return float(fastest) if is_number(fastest) and is_number(max(times)) else None
+
