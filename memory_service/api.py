@@ -123,14 +123,10 @@ def create_app(service: MemoryService) -> FastAPI:
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
-        if any(
-            e.get("type") == "json_invalid"
-            or (tuple(e.get("loc", ())) == ("body",) and e.get("type") == "model_attributes_type")
-            for e in errors
-        ):
+        if any(e.get("type") == "json_invalid" for e in errors):
             return JSONResponse(
                 status_code=400,
-                content={"code": "malformed_json", "message": "request body is not a valid JSON object"},
+                content={"code": "malformed_json", "message": "request body is not valid JSON"},
             )
         details = [
             {"loc": [str(p) for p in e.get("loc", ())], "msg": e.get("msg"), "type": e.get("type")}
@@ -219,6 +215,16 @@ def create_app(service: MemoryService) -> FastAPI:
                     f"trajectories[{position}]: {exc!r}", code="invalid_trajectory"
                 ) from exc
         return svc.ingest(records)
+
+    @app.post("/v1/admin/values/rebuild")
+    def rebuild_values(svc: ServiceDep) -> dict[str, int]:
+        """Recompute every lesson value from the append-only outcome log."""
+        return {"outcomes_replayed": svc.rebuild_values()}
+
+    @app.post("/v1/admin/reindex")
+    def reindex(svc: ServiceDep) -> dict[str, int]:
+        """Rebuild the vector index from the SQL store."""
+        return {"lessons_indexed": svc.reindex()}
 
     @app.get("/healthz")
     def healthz(svc: ServiceDep) -> dict[str, Any]:

@@ -323,7 +323,7 @@ class MemoryService:
             return (chip.id if chip.known else None), chip.backend, platforms.scope_chain(chip)
         if context.backend:
             backend = context.backend.lower()
-            valid = [b.id for b in platforms.BACKENDS]
+            valid = list(platforms.BACKENDS)
             if backend not in valid:
                 raise InvalidInput(
                     f"unknown backend {context.backend!r}; valid: {', '.join(valid)}",

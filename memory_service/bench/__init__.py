@@ -1,0 +1,1 @@
+"""Benchmarks composed by the tunemem CLI (learning, service, kernels)."""

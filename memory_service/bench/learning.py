@@ -1,0 +1,410 @@
+"""`tunemem bench learning`: leave-one-chip-out tuning on recorded Kernel Tuner search spaces.
+
+For every kernel (op) in a folder of caches and every chip T holding a cache of it: a fresh
+service ingests the caches of the other chips (plus any `--sources`), the agent tunes each of
+those chips with the same budget (so lessons gather values across chips), then tunes T, whose
+data was never ingested, and the best-so-far curve on T is recorded. Arms: random search (no
+memory), similarity-only retrieval, value-driven retrieval without and with scope back-off;
+plus the naive-transfer line (each source's best configuration tried once on T). The agent
+reaches the service over HTTP (a real uvicorn server on a free port), like any other client.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent_client.client import MemoryClient
+from agent_client.proposers import create_proposer
+from agent_client.run import run_graph
+from ingest.readers import read_any
+from ingest.records import TrajectoryRecord
+from kernels.runners.replay import Recording, ReplayRunner
+
+DEFAULT_CACHES = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "kerneltuner"
+MILESTONES = (1, 5, 10, 20)
+THRESHOLDS = (0.90, 0.95)
+# Ranking overrides per arm (the service's own defaults otherwise); None = no memory.
+ARMS: dict[str, dict[str, Any] | None] = {
+    "random": None,
+    "similarity": {"lam": 0.0, "exploration_c": 0.0},
+    "value": {"lam": 0.5, "backoff": False},
+    "value_backoff": {"lam": 0.5, "backoff": True},
+}
+
+
+@dataclass
+class Chip:
+    """One recorded search space: its recording and, for sources, its trajectory to ingest."""
+
+    chip: str
+    path: Path
+    recording: Recording
+    trajectory: TrajectoryRecord | None = None
+
+
+def discover(paths: list[Path]) -> dict[str, dict[str, Chip]]:
+    """Kernel Tuner caches under `paths`, grouped by op then chip (other files are skipped)."""
+    found: dict[str, dict[str, Chip]] = {}
+    for root in paths:
+        files = [root] if root.is_file() else sorted(root.rglob("*.json*"))
+        for path in files:
+            try:
+                recording = Recording(path)
+            except (ValueError, KeyError, json.JSONDecodeError):
+                continue
+            found.setdefault(recording.task.op, {})[recording.context.chip] = Chip(
+                recording.context.chip, path, recording
+            )
+    return found
+
+
+def _trajectory(chip: Chip) -> TrajectoryRecord:
+    if chip.trajectory is None:
+        records = [r for r in read_any([chip.path]) if isinstance(r, TrajectoryRecord)]
+        chip.trajectory = records[0]
+    return chip.trajectory
+
+
+class LiveService:
+    """A MemoryService in a temporary directory behind a real HTTP server on a free port."""
+
+    def __init__(self, settings_overrides: dict[str, Any], embedder: Any = None) -> None:
+        import uvicorn
+
+        from memory_service.api import create_app
+        from memory_service.service import MemoryService
+        from memory_service.settings import Settings
+
+        self._dir = tempfile.TemporaryDirectory(prefix="tunemem-bench-")
+        self.service = MemoryService(
+            Settings(data_dir=Path(self._dir.name), **settings_overrides), embedder=embedder
+        )
+        config = uvicorn.Config(create_app(self.service), port=0, log_level="warning")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        while not self._server.started:
+            if not self._thread.is_alive():
+                raise RuntimeError("the benchmark's memory server did not start")
+            time.sleep(0.01)
+        port = self._server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+
+    def close(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self.service.close()
+        self._dir.cleanup()
+
+
+def fractions(curve: list[float | None], optimum: float, budget: int) -> list[float]:
+    """Best-so-far fraction of the optimum after each attempt (0 before a feasible one)."""
+    best: float | None = None
+    out = []
+    for latency in curve[:budget]:
+        if latency is not None and (best is None or latency < best):
+            best = latency
+        out.append(optimum / best if best else 0.0)
+    return out + [out[-1] if out else 0.0] * (budget - len(out))
+
+
+def run_arm(
+    arm: str, target: Chip, sources: list[Chip], seed: int, budget: int, k: int,
+    service_settings: dict[str, Any], embedder: Any = None,
+) -> dict[str, Any]:
+    """One (arm, seed) on one target: source runs to gather values, then the target run."""
+    options = ARMS[arm]
+    tag = f"{target.recording.task.op}-{target.chip}-{arm}-{seed}"
+    if options is None:
+        proposer = create_proposer("random")
+        result = run_graph(ReplayRunner(recording=target.recording), proposer, None, budget,
+                           run_id=tag, seed=seed)
+        return {"curve": [a["latency_ms"] for a in result.attempts], "origins": []}
+    live = LiveService(service_settings, embedder)
+    try:
+        live.service.ingest([_trajectory(s) for s in sources])
+        with MemoryClient(live.url) as client:
+            for i, source in enumerate(sources):
+                run_graph(ReplayRunner(recording=source.recording), create_proposer("structured"),
+                          client, budget, run_id=f"{tag}-src{i}", seed=seed, k=k, options=options)
+            result = run_graph(ReplayRunner(recording=target.recording),
+                               create_proposer("structured"), client, budget, run_id=tag,
+                               seed=seed, k=k, options=options)
+    finally:
+        live.close()
+    return {
+        "curve": [a["latency_ms"] for a in result.attempts],
+        "origins": [a["origin"].split(":")[0] for a in result.attempts],
+    }
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    return {
+        "mean": statistics.fmean(values),
+        "std": statistics.pstdev(values) if len(values) > 1 else 0.0,
+        "min": min(values),
+        "max": max(values),
+    }
+
+
+def summarise(runs: list[dict[str, Any]], optimum: float, budget: int) -> dict[str, Any]:
+    """Milestone fractions, attempts to thresholds and first-attempt feasibility over seeds."""
+    curves = [fractions(r["curve"], optimum, budget) for r in runs]
+    summary: dict[str, Any] = {
+        "fraction_at": {
+            str(m): _spread([c[min(m, budget) - 1] for c in curves]) for m in MILESTONES
+        },
+        "first_attempt_feasible": statistics.fmean(
+            1.0 if r["curve"] and r["curve"][0] is not None else 0.0 for r in runs
+        ),
+        "mean_curve": [statistics.fmean(c[i] for c in curves) for i in range(budget)],
+    }
+    for threshold in THRESHOLDS:
+        hits = [next((i + 1 for i, f in enumerate(c) if f >= threshold), None) for c in curves]
+        reached = [h for h in hits if h is not None]
+        summary[f"attempts_to_{int(threshold * 100)}"] = {
+            "reached": len(reached),
+            "of": len(hits),
+            "median": statistics.median(reached) if reached else None,
+            "per_seed": hits,
+        }
+    return summary
+
+
+def naive_transfer(target: Chip, sources: list[Chip]) -> dict[str, float]:
+    """Each source's best configuration tried once on the target: fraction of its optimum."""
+    optimum = target.recording.best()[1]
+    line = {}
+    for source in sources:
+        latency = target.recording.latency_of(source.recording.best()[0])
+        line[source.chip] = optimum / latency if latency else 0.0
+    return line
+
+
+def goals(per_arm: dict[str, Any], transfer: dict[str, float], budget: int) -> dict[str, bool]:
+    """The issue's targets for value-driven memory with back-off, checked on seed means."""
+    vb, sim = per_arm["value_backoff"]["fraction_at"], per_arm["similarity"]["fraction_at"]
+    curve_vb = per_arm["value_backoff"]["mean_curve"]
+    curve_sim = per_arm["similarity"]["mean_curve"]
+    return {
+        "reach_90_within_5": vb["5"]["mean"] >= 0.90,
+        "reach_95_within_10": vb["10"]["mean"] >= 0.95,
+        "beats_best_transfer_at_10": vb["10"]["mean"] > max(transfer.values(), default=0.0),
+        "beats_similarity_every_budget": all(
+            v > s or (v >= 1.0 - 1e-12 and s >= 1.0 - 1e-12)
+            for v, s in zip(curve_vb[:20], curve_sim[:20], strict=True)
+        ),
+        "first_attempt_feasible_99": per_arm["value_backoff"]["first_attempt_feasible"] >= 0.99,
+    }
+
+
+# index=memory: exact cosine over the (small) lesson set, no Chroma directory per run.
+# dedup_threshold=1.0: the ranked exemplars of one chip differ only in their numbers; merged as
+# near-duplicates, one configuration per chip would survive.
+SERVICE_SETTINGS: dict[str, Any] = {"index": "memory", "dedup_threshold": 1.0}
+
+
+def run_learning_bench(
+    caches: Path = DEFAULT_CACHES,
+    sources: list[Path] | None = None,
+    seeds: int = 5,
+    budget: int = 20,
+    out: Path = Path("bench/results/learning.json"),
+    *,
+    k: int = 3,
+    quick: bool = False,
+    arms: list[str] | None = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Run the leave-one-chip-out benchmark; write JSON, Markdown and PNG next to `out`.
+
+    Args:
+        caches: a folder of Kernel Tuner caches (searched recursively), grouped by kernel.
+        sources: extra caches or folders used only as sources, never as targets.
+        seeds: seeds per (target, arm); budget: attempts per run, on sources and target alike.
+        out: the JSON path; `.md` and `.png` are written beside it.
+        k: lessons per retrieval; quick: 1 seed, 6 attempts, 2 targets per kernel (for tests).
+        arms: subset of ARMS to run (all by default).
+    """
+    if quick:
+        seeds, budget = 1, min(budget, 6)
+    arms = arms or list(ARMS)
+    targets = discover([caches])
+    extra = discover(list(sources or []))
+    from memory_service.embedder import create_embedder
+
+    embedder = create_embedder("minilm", None)  # loaded once, shared by every service
+    started = time.time()
+    results: dict[str, Any] = {}
+    for op, chips in sorted(targets.items()):
+        chosen = sorted(chips)[:2] if quick else sorted(chips)
+        for target_id in chosen:
+            target = chips[target_id]
+            pool = {**extra.get(op, {}), **{c: v for c, v in chips.items() if c != target_id}}
+            pool.pop(target_id, None)
+            srcs = [pool[c] for c in sorted(pool)]
+            if not srcs:
+                log(f"{op}/{target_id}: no source chips, skipped")
+                continue
+            optimum = target.recording.best()[1]
+            per_arm = {}
+            for arm in arms:
+                runs = [
+                    run_arm(arm, target, srcs, seed, budget, k, SERVICE_SETTINGS, embedder)
+                    for seed in range(seeds)
+                ]
+                per_arm[arm] = summarise(runs, optimum, budget)
+                per_arm[arm]["origins"] = [r["origins"] for r in runs]
+                log(f"{op}/{target_id} {arm}: " + ", ".join(
+                    f"@{m} {per_arm[arm]['fraction_at'][str(m)]['mean']:.3f}" for m in MILESTONES
+                ) + f" ({time.time() - started:.0f}s)")
+            transfer = naive_transfer(target, srcs)
+            entry = {"op": op, "target": target_id, "sources": [s.chip for s in srcs],
+                     "optimum_ms": optimum, "arms": per_arm, "naive_transfer": transfer}
+            if {"value_backoff", "similarity"} <= set(per_arm):
+                entry["goals"] = goals(per_arm, transfer, budget)
+            results[f"{op}/{target_id}"] = entry
+    report = {
+        "benchmark": "learning",
+        "protocol": "leave-one-chip-out on recorded Kernel Tuner search spaces (replay)",
+        "caches": str(caches),
+        "extra_sources": [str(s) for s in sources or []],
+        "seeds": seeds,
+        "budget": budget,
+        "k": k,
+        "arms": {a: ARMS[a] for a in arms},
+        "service_settings": SERVICE_SETTINGS,
+        "machine": {"node": platform.node(), "python": platform.python_version(),
+                    "processor": platform.processor() or platform.machine()},
+        "elapsed_s": round(time.time() - started, 1),
+        "targets": results,
+        "average": _average(results, arms),
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2))
+    write_markdown(report, out.with_suffix(".md"))
+    write_plot(report, out.with_suffix(".png"))
+    write_markdown(report, out.with_suffix(".md"))
+    write_plot(report, out.with_suffix(".png"))
+    return report
+
+
+def _average(results: dict[str, Any], arms: list[str]) -> dict[str, Any]:
+    """Per arm, the mean over targets of the per-target seed means."""
+    average: dict[str, Any] = {}
+    for arm in arms:
+        entries = [r["arms"][arm] for r in results.values() if arm in r["arms"]]
+        if not entries:
+            continue
+        average[arm] = {
+            "fraction_at": {
+                str(m): statistics.fmean(e["fraction_at"][str(m)]["mean"] for e in entries)
+                for m in MILESTONES
+            },
+            "first_attempt_feasible": statistics.fmean(
+                e["first_attempt_feasible"] for e in entries
+            ),
+        }
+    transfers = [max(r["naive_transfer"].values()) for r in results.values()]
+    if transfers:
+        average["best_single_transfer"] = statistics.fmean(transfers)
+    return average
+
+
+def _fmt_hits(hits: dict[str, Any], budget: int) -> str:
+    if hits["median"] is None:
+        return f">{budget} (0/{hits['of']})"
+    return f"{hits['median']:g} ({hits['reached']}/{hits['of']})"
+
+
+def write_markdown(report: dict[str, Any], path: Path) -> None:
+    """Per target and averaged: fractions at milestones (mean ± std), attempts to 90/95%."""
+    budget = report["budget"]
+    marks = [m for m in MILESTONES if m <= budget]
+    lines = [
+        f"# Learning benchmark (replay, leave-one-chip-out)\n",
+        f"Caches: `{report['caches']}`; seeds {report['seeds']}; budget {budget}; k {report['k']};"
+        f" machine {report['machine']['node']} ({report['machine']['processor']});"
+        f" {report['elapsed_s']} s. Fractions are of the target's recorded optimum, best so far,"
+        " mean ± std over seeds; attempts are the median over seeds that reached the threshold"
+        " (reached/seeds).\n",
+    ]
+    header = "| target | arm | " + " | ".join(f"@{m}" for m in marks)
+    lines.append(header + " | to 90% | to 95% | 1st feasible |")
+    lines.append("|" + "---|" * (len(marks) + 5))
+    for key, entry in report["targets"].items():
+        for arm, s in entry["arms"].items():
+            cells = [
+                f"{s['fraction_at'][str(m)]['mean']:.3f} ± {s['fraction_at'][str(m)]['std']:.3f}"
+                for m in marks
+            ]
+            lines.append(
+                f"| {key} | {arm} | " + " | ".join(cells)
+                + f" | {_fmt_hits(s['attempts_to_90'], budget)}"
+                f" | {_fmt_hits(s['attempts_to_95'], budget)}"
+                f" | {s['first_attempt_feasible']:.2f} |"
+            )
+        transfer = ", ".join(f"{c} {f:.3f}" for c, f in entry["naive_transfer"].items())
+        lines.append(f"| {key} | naive transfer | {transfer} |" + " |" * (len(marks) + 2))
+    lines.append("\n## Averaged over targets\n")
+    lines.append("| arm | " + " | ".join(f"@{m}" for m in marks) + " | 1st feasible |")
+    lines.append("|" + "---|" * (len(marks) + 2))
+    for arm, s in report["average"].items():
+        if arm == "best_single_transfer":
+            continue
+        cells = [f"{s['fraction_at'][str(m)]:.3f}" for m in marks]
+        lines.append(f"| {arm} | " + " | ".join(cells) + f" | {s['first_attempt_feasible']:.2f} |")
+    if "best_single_transfer" in report["average"]:
+        lines.append(
+            f"\nBest single-source transfer, averaged: "
+            f"{report['average']['best_single_transfer']:.3f}\n"
+        )
+    goal_rows = [(k, e["goals"]) for k, e in report["targets"].items() if "goals" in e]
+    if goal_rows:
+        names = list(goal_rows[0][1])
+        lines.append("\n## Goals (value_backoff, seed means)\n")
+        lines.append("| target | " + " | ".join(names) + " |")
+        lines.append("|" + "---|" * (len(names) + 1))
+        for key, g in goal_rows:
+            lines.append(f"| {key} | " + " | ".join("yes" if g[n] else "NO" for n in names) + " |")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def write_plot(report: dict[str, Any], path: Path) -> None:
+    """Best-so-far fraction of the optimum against attempts, one panel per target."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    entries = list(report["targets"].items())
+    if not entries:
+        return
+    cols = min(4, len(entries))
+    rows = (len(entries) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False)
+    for ax, (key, entry) in zip(axes.flat, entries, strict=False):
+        for arm, s in entry["arms"].items():
+            curve = s["mean_curve"]
+            ax.plot(range(1, len(curve) + 1), curve, label=arm)
+        best = max(entry["naive_transfer"].values(), default=0.0)
+        ax.axhline(best, color="grey", linestyle=":", label="best single transfer")
+        ax.set_title(key, fontsize=9)
+        ax.set_ylim(0, 1.02)
+        ax.set_xlabel("attempts")
+        ax.set_ylabel("fraction of optimum")
+    for ax in list(axes.flat)[len(entries):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
