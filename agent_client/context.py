@@ -25,6 +25,10 @@ class AgentContext:
         default=None, metadata={"description": "memory API client; None runs without memory"}
     )
     k: int = field(default=3, metadata={"description": "lessons per retrieval"})
+    widen_k: int = field(
+        default=10,
+        metadata={"description": "lessons asked for again while none of k carries a configuration"},
+    )
     options: dict[str, Any] | None = field(
         default=None, metadata={"description": "per-request ranking overrides (lam, backoff, ...)"}
     )

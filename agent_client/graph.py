@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 
 from agent_client.context import AgentContext
-from agent_client.models import Outcome, RetrievedLesson
+from agent_client.models import Outcome, RetrievedLesson, Retrieval
 from agent_client.proposers.base import (
     AttemptOutcome,
     ProposalError,
@@ -44,14 +44,30 @@ def recall(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         return {"retrieval": None, "proposal": None, "result": None}
     task = state["task"]
     stage = state.get("stage", "draft")
-    retrieval = ctx.client.retrieve(
-        task={"op": task["op"], "signature": task.get("signature") or {}},
-        context={"chip": task["chip"], "backend": task["backend"], "model": None, "scenario": None},
-        stage=stage,  # type: ignore[arg-type]
-        k=ctx.k,
-        query=query_text(task, stage, list(state["space"])),
-        options=ctx.options,
-    )
+
+    def ask(k: int) -> Retrieval:
+        assert ctx.client is not None
+        return ctx.client.retrieve(
+            task={"op": task["op"], "signature": task.get("signature") or {}},
+            context={"chip": task["chip"], "backend": task["backend"], "model": None,
+                     "scenario": None},
+            stage=stage,  # type: ignore[arg-type]
+            k=k,
+            query=query_text(task, stage, list(state["space"])),
+            options=ctx.options,
+        )
+
+    retrieval = ask(ctx.k)
+    # When none of the k lessons carries a configuration not tried yet (only warnings, or
+    # exemplars already used), nothing new is actionable: ask once more for a wider list.
+    space = list(state["space"])
+    tried = {tuple(h["config"].get(p) for p in space) for h in state.get("history") or []}
+    if ctx.widen_k > ctx.k and not any(
+        isinstance((lesson.hint or {}).get("config"), dict)
+        and tuple(lesson.hint["config"].get(p) for p in space) not in tried  # type: ignore[index]
+        for lesson in retrieval.lessons
+    ):
+        retrieval = ask(ctx.widen_k)
     lessons = [lesson.to_json() for lesson in retrieval.lessons]
     return {
         "retrieval": {

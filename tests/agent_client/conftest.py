@@ -49,3 +49,9 @@ def write_synthetic_cache(path: Path, device: str = "NVIDIA A100-PCIE-40GB") -> 
 @pytest.fixture
 def synthetic_cache(tmp_path: Path) -> Path:
     return write_synthetic_cache(tmp_path / "SYNTH_A100.json.gz")
+
+
+@pytest.fixture
+def make_synthetic_cache():
+    """The writer itself, for tests that need caches of several (synthetic) chips."""
+    return write_synthetic_cache
