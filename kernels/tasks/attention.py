@@ -289,7 +289,7 @@ TASK = KernelTask(
         "BLOCK_M": [64, 128],
         "BLOCK_N": [32, 64, 128],
         "num_warps": [4, 8],
-        "num_stages": [2, 3],
+        "num_stages": [2, 3, 4],
     },
     make_inputs=make_inputs,
     reference=reference,

@@ -139,8 +139,8 @@ TASK = KernelTask(
     },
     tuning_space={
         "BLOCK_N": [1024, 2048, 4096, 8192],
-        "num_warps": [2, 4, 8, 16],
-        "ROWS_PER_PROGRAM": [1, 2, 4],
+        "num_warps": [4, 8, 16],
+        "ROWS_PER_PROGRAM": [1, 4],
         "NUM_STAGES": [1, 2],
     },
     make_inputs=make_inputs,

@@ -136,7 +136,7 @@ TASK = KernelTask(
         "NUM_STAGES": [1, 2, 3],
     },
     tuning_space={
-        "BLOCK_N": [2048, 4096, 8192, 16384, 32768],
+        "BLOCK_N": [4096, 8192, 16384, 32768],
         "num_warps": [4, 8, 16, 32],
         "ROWS_PER_PROGRAM": [1, 4],
         "NUM_STAGES": [1, 2],
