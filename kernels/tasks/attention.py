@@ -3,7 +3,8 @@
 Template (flash-attention style): one program per BLOCK_M query rows of one (batch, head);
 it streams K and V in BLOCK_N blocks, keeping a running row max and sum so the S x S score
 matrix never leaves the chip. Causal runs split the key range into the blocks left of the
-diagonal (no mask) and the diagonal blocks (masked).
+diagonal (no mask) and the diagonal blocks (masked). LOAD picks pointer loads or TMA
+descriptors (Hopper's tensor-memory accelerator) for Q, K, V and O.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels.tasks.base import (
     MAX_ACCUMULATORS_PER_THREAD,
@@ -32,10 +34,11 @@ def _attention_key_blocks(
     row_sum,
     row_max,
     q,
-    k_base,
-    v_base,
+    k_src,
+    v_src,
     stride_kn,
     stride_vn,
+    kv_row,
     start_m,
     qk_scale,
     seq_len,
@@ -43,9 +46,12 @@ def _attention_key_blocks(
     BLOCK_N: tl.constexpr,
     HEAD_DIM: tl.constexpr,
     PART: tl.constexpr,
+    USE_TMA: tl.constexpr,
     NUM_STAGES: tl.constexpr,
 ):
     # PART 1: keys left of the diagonal block; 2: the diagonal block; 3: all keys.
+    # With USE_TMA, k_src/v_src are descriptors over (batch*heads*seq, HEAD_DIM) rows starting
+    # at kv_row; otherwise they are base pointers of this (batch, head).
     if PART == 1:
         lo, hi = 0, start_m * BLOCK_M
     elif PART == 2:
@@ -59,7 +65,10 @@ def _attention_key_blocks(
     for start_n in tl.range(lo, hi, BLOCK_N, num_stages=NUM_STAGES):
         start_n = tl.multiple_of(start_n, BLOCK_N)
         keys = start_n + offs_n
-        k = tl.load(k_base + keys[None, :].to(tl.int64) * stride_kn + offs_d[:, None])
+        if USE_TMA:
+            k = k_src.load([kv_row + start_n, 0]).T
+        else:
+            k = tl.load(k_src + keys[None, :].to(tl.int64) * stride_kn + offs_d[:, None])
         qk = tl.dot(q, k)
         if PART == 2:
             qk = qk * qk_scale + tl.where(offs_m[:, None] >= keys[None, :], 0.0, -1.0e6)
@@ -72,7 +81,10 @@ def _attention_key_blocks(
         rescale = tl.math.exp2(row_max - new_max)
         row_sum = row_sum * rescale + tl.sum(p, 1)
         acc = acc * rescale[:, None]
-        v = tl.load(v_base + keys[:, None].to(tl.int64) * stride_vn + offs_d[None, :])
+        if USE_TMA:
+            v = v_src.load([kv_row + start_n, 0])
+        else:
+            v = tl.load(v_src + keys[:, None].to(tl.int64) * stride_vn + offs_d[None, :])
         acc = tl.dot(p.to(v.dtype), v, acc)
         row_max = new_max
     return acc, row_sum, row_max
@@ -80,10 +92,10 @@ def _attention_key_blocks(
 
 @triton.jit
 def attention_fwd_kernel(
-    q_ptr,
-    k_ptr,
-    v_ptr,
-    o_ptr,
+    q_src,
+    k_src,
+    v_src,
+    o_src,
     sm_scale,
     stride_qz,
     stride_qh,
@@ -103,20 +115,26 @@ def attention_fwd_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr,
+    USE_TMA: tl.constexpr,
     NUM_STAGES: tl.constexpr,
 ):
     start_m = tl.program_id(0)
     off_hz = tl.program_id(1)
-    off_z = (off_hz // heads).to(tl.int64)
-    off_h = (off_hz % heads).to(tl.int64)
-    q_base = q_ptr + off_z * stride_qz + off_h * stride_qh
-    k_base = k_ptr + off_z * stride_kz + off_h * stride_kh
-    v_base = v_ptr + off_z * stride_vz + off_h * stride_vh
-    o_base = o_ptr + off_z * stride_oz + off_h * stride_oh
-
+    kv_row = off_hz * seq_len
+    q_row = kv_row + start_m * BLOCK_M
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
-    q = tl.load(q_base + offs_m[:, None].to(tl.int64) * stride_qm + offs_d[None, :])
+    if USE_TMA:
+        q = q_src.load([q_row, 0])
+        k_base = k_src
+        v_base = v_src
+    else:
+        off_z = (off_hz // heads).to(tl.int64)
+        off_h = (off_hz % heads).to(tl.int64)
+        q_base = q_src + off_z * stride_qz + off_h * stride_qh
+        k_base = k_src + off_z * stride_kz + off_h * stride_kh
+        v_base = v_src + off_z * stride_vz + off_h * stride_vh
+        q = tl.load(q_base + offs_m[:, None].to(tl.int64) * stride_qm + offs_d[None, :])
     row_max = tl.full([BLOCK_M], -float("inf"), tl.float32)
     row_sum = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
@@ -131,6 +149,7 @@ def attention_fwd_kernel(
             v_base,
             stride_kn,
             stride_vn,
+            kv_row,
             start_m,
             qk_scale,
             seq_len,
@@ -138,6 +157,7 @@ def attention_fwd_kernel(
             BLOCK_N,
             HEAD_DIM,
             1,
+            USE_TMA,
             NUM_STAGES,
         )
         acc, row_sum, row_max = _attention_key_blocks(
@@ -149,6 +169,7 @@ def attention_fwd_kernel(
             v_base,
             stride_kn,
             stride_vn,
+            kv_row,
             start_m,
             qk_scale,
             seq_len,
@@ -156,6 +177,7 @@ def attention_fwd_kernel(
             BLOCK_N,
             HEAD_DIM,
             2,
+            USE_TMA,
             NUM_STAGES,
         )
     else:
@@ -168,6 +190,7 @@ def attention_fwd_kernel(
             v_base,
             stride_kn,
             stride_vn,
+            kv_row,
             start_m,
             qk_scale,
             seq_len,
@@ -175,15 +198,27 @@ def attention_fwd_kernel(
             BLOCK_N,
             HEAD_DIM,
             3,
+            USE_TMA,
             NUM_STAGES,
         )
     out = acc / row_sum[:, None]
-    o_ptrs = o_base + offs_m[:, None].to(tl.int64) * stride_om + offs_d[None, :]
-    tl.store(o_ptrs, out.to(o_ptr.dtype.element_ty))
+    if USE_TMA:
+        o_src.store([q_row, 0], out.to(o_src.dtype))
+    else:
+        off_z = (off_hz // heads).to(tl.int64)
+        off_h = (off_hz % heads).to(tl.int64)
+        o_base = o_src + off_z * stride_oz + off_h * stride_oh
+        o_ptrs = o_base + offs_m[:, None].to(tl.int64) * stride_om + offs_d[None, :]
+        tl.store(o_ptrs, out.to(o_src.dtype.element_ty))
 
 
 def _is_causal(causal: torch.Tensor) -> bool:
     return bool(causal.shape[0])
+
+
+def _row_descriptor(t: torch.Tensor, rows: int) -> TensorDescriptor:
+    """A TMA descriptor over a contiguous (batch, heads, seq, dim) tensor seen as 2-D rows."""
+    return TensorDescriptor.from_tensor(t.view(-1, t.shape[-1]), [rows, t.shape[-1]])
 
 
 def launch(
@@ -196,12 +231,19 @@ def launch(
     """
     batch, heads, seq_len, head_dim = q.shape
     out = torch.empty_like(q)
-    grid = (triton.cdiv(seq_len, config["BLOCK_M"]), batch * heads)
-    attention_fwd_kernel[grid](
-        q,
-        k,
-        v,
-        out,
+    bm, bn = config["BLOCK_M"], config["BLOCK_N"]
+    use_tma = config["LOAD"] == "tma"
+    if use_tma:
+        sources = (
+            _row_descriptor(q, bm),
+            _row_descriptor(k, bn),
+            _row_descriptor(v, bn),
+            _row_descriptor(out, bm),
+        )
+    else:
+        sources = (q, k, v, out)
+    attention_fwd_kernel[(triton.cdiv(seq_len, bm), batch * heads)](
+        *sources,
         1.0 / math.sqrt(head_dim),
         q.stride(0),
         q.stride(1),
@@ -218,9 +260,10 @@ def launch(
         heads,
         seq_len,
         HEAD_DIM=head_dim,
-        BLOCK_M=config["BLOCK_M"],
-        BLOCK_N=config["BLOCK_N"],
+        BLOCK_M=bm,
+        BLOCK_N=bn,
         CAUSAL=_is_causal(causal),
+        USE_TMA=use_tma,
         NUM_STAGES=config["num_stages"],
         num_warps=config["num_warps"],
         num_stages=config["num_stages"],
@@ -284,12 +327,14 @@ TASK = KernelTask(
         "BLOCK_N": [16, 32, 64, 128, 256],
         "num_warps": [2, 4, 8],
         "num_stages": [1, 2, 3, 4],
+        "LOAD": ["pointer", "tma"],
     },
     tuning_space={
         "BLOCK_M": [64, 128],
         "BLOCK_N": [32, 64, 128],
         "num_warps": [4, 8],
         "num_stages": [2, 3, 4],
+        "LOAD": ["pointer", "tma"],
     },
     make_inputs=make_inputs,
     reference=reference,

@@ -2,7 +2,9 @@
 
 Template: one program per BLOCK_M x BLOCK_N tile of C, walking K in BLOCK_K steps through a
 NUM_STAGES-deep software pipeline; tiles are visited in GROUP_M-tall column groups so that
-programs running together share A and B tiles in L2.
+programs running together share A and B tiles in L2. LOAD picks pointer loads or
+tensor-memory-accelerator descriptors (Hopper's TMA); PERSISTENT (TMA only) launches one
+program per SM that walks the tiles.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels.tasks.base import (
     MAX_ACCUMULATORS_PER_THREAD,
@@ -79,13 +82,68 @@ def gemm_tiled_kernel(
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
+@triton.jit
+def gemm_tma_kernel(
+    a_desc,
+    b_desc,
+    c_desc,
+    M,
+    N,
+    K,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+):
+    # Tiles are loaded by the tensor-memory accelerator (out-of-range parts read as zeros,
+    # the store clips). A program walks tiles pid, pid + programs, ...: one tile each when
+    # the grid covers every tile, a persistent schedule when the grid is one program per SM.
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    tiles_per_group = GROUP_M * tiles_n
+    k_steps = tl.cdiv(K, BLOCK_K)
+    for tile in range(tl.program_id(0), tiles_m * tiles_n, tl.num_programs(0)):
+        first_m = (tile // tiles_per_group) * GROUP_M
+        group_rows = min(tiles_m - first_m, GROUP_M)
+        pid_m = first_m + ((tile % tiles_per_group) % group_rows)
+        pid_n = (tile % tiles_per_group) // group_rows
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in tl.range(0, k_steps, num_stages=NUM_STAGES):
+            a = a_desc.load([off_m, k * BLOCK_K])
+            b = b_desc.load([k * BLOCK_K, off_n])
+            acc = tl.dot(a, b, acc)
+        c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
+
+
 def launch(config: dict[str, Any], a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Run the GEMM template with one configuration; returns a new tensor."""
     m, k = a.shape
     _, n = b.shape
     c = torch.empty((m, n), device=a.device, dtype=a.dtype)
-    grid = (triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]),)
-    gemm_tiled_kernel[grid](
+    bm, bn, bk = config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]
+    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    if config["LOAD"] == "tma":
+        programs = min(tiles, processor_count(a.device)) if config["PERSISTENT"] else tiles
+        gemm_tma_kernel[(programs,)](
+            TensorDescriptor.from_tensor(a, [bm, bk]),
+            TensorDescriptor.from_tensor(b, [bk, bn]),
+            TensorDescriptor.from_tensor(c, [bm, bn]),
+            m,
+            n,
+            k,
+            BLOCK_M=bm,
+            BLOCK_N=bn,
+            BLOCK_K=bk,
+            GROUP_M=config["GROUP_M"],
+            NUM_STAGES=config["num_stages"],
+            num_warps=config["num_warps"],
+            num_stages=config["num_stages"],
+        )
+        return c
+    gemm_tiled_kernel[(tiles,)](
         a,
         b,
         c,
@@ -98,16 +156,23 @@ def launch(config: dict[str, Any], a: torch.Tensor, b: torch.Tensor) -> torch.Te
         b.stride(1),
         c.stride(0),
         c.stride(1),
-        BLOCK_M=config["BLOCK_M"],
-        BLOCK_N=config["BLOCK_N"],
-        BLOCK_K=config["BLOCK_K"],
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+        BLOCK_K=bk,
         GROUP_M=config["GROUP_M"],
-        EVEN_K=k % config["BLOCK_K"] == 0,
+        EVEN_K=k % bk == 0,
         NUM_STAGES=config["num_stages"],
         num_warps=config["num_warps"],
         num_stages=config["num_stages"],
     )
     return c
+
+
+def processor_count(device: torch.device) -> int:
+    """Streaming multiprocessors of a CUDA device (a small fixed count on CPU)."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 4
 
 
 def shared_memory_bytes(config: dict[str, Any], element_size: int = 2) -> int:
@@ -118,6 +183,10 @@ def shared_memory_bytes(config: dict[str, Any], element_size: int = 2) -> int:
 
 def check(config: dict[str, Any], dims: dict[str, int]) -> ConfigViolation | None:
     """Tiles must fit shared memory and registers, and not dwarf the matrix."""
+    if config["PERSISTENT"] and config["LOAD"] != "tma":
+        return ConfigViolation("other", "the persistent schedule is built on the TMA kernel")
+    if config["LOAD"] == "tma" and (dims["K"] % 8 or dims["N"] % 8):
+        return ConfigViolation("other", "TMA needs 16-byte aligned rows (K, N multiples of 8)")
     smem = shared_memory_bytes(config)
     if smem > SHARED_MEMORY_LIMIT_BYTES:
         return ConfigViolation("resources", f"needs {smem} B of shared memory")
@@ -161,6 +230,8 @@ TASK = KernelTask(
         "GROUP_M": [1, 4, 8, 16],
         "num_warps": [2, 4, 8],
         "num_stages": [1, 2, 3, 4, 5],
+        "LOAD": ["pointer", "tma"],
+        "PERSISTENT": [False, True],
     },
     tuning_space={
         "BLOCK_M": [64, 128, 256],
@@ -169,6 +240,8 @@ TASK = KernelTask(
         "GROUP_M": [8],
         "num_warps": [4, 8],
         "num_stages": [3, 4, 5],
+        "LOAD": ["pointer", "tma"],
+        "PERSISTENT": [False, True],
     },
     make_inputs=make_inputs,
     reference=reference,

@@ -16,6 +16,8 @@ GEMM_CONFIG = {
     "GROUP_M": 1,
     "num_warps": 4,
     "num_stages": 2,
+    "LOAD": "pointer",
+    "PERSISTENT": False,
 }
 
 

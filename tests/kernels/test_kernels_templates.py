@@ -27,19 +27,33 @@ SMALL_CONFIGS = {
             "GROUP_M": 4,
             "num_warps": 4,
             "num_stages": 2,
+            "LOAD": "pointer",
+            "PERSISTENT": False,
         },
         {
-            "BLOCK_M": 32,
-            "BLOCK_N": 32,
+            "BLOCK_M": 16,  # 3 x 3 tiles on 48 x 40 over 4 programs: each walks several
+            "BLOCK_N": 16,
             "BLOCK_K": 32,
             "GROUP_M": 1,
             "num_warps": 4,
             "num_stages": 3,
+            "LOAD": "tma",
+            "PERSISTENT": True,
+        },
+        {
+            "BLOCK_M": 16,
+            "BLOCK_N": 32,
+            "BLOCK_K": 16,
+            "GROUP_M": 8,
+            "num_warps": 4,
+            "num_stages": 2,
+            "LOAD": "tma",
+            "PERSISTENT": False,
         },
     ],
     "attention": [
-        {"BLOCK_M": 32, "BLOCK_N": 16, "num_warps": 4, "num_stages": 2},
-        {"BLOCK_M": 16, "BLOCK_N": 16, "num_warps": 4, "num_stages": 1},
+        {"BLOCK_M": 32, "BLOCK_N": 16, "num_warps": 4, "num_stages": 2, "LOAD": "pointer"},
+        {"BLOCK_M": 16, "BLOCK_N": 16, "num_warps": 4, "num_stages": 1, "LOAD": "tma"},
     ],
 }
 
@@ -47,7 +61,7 @@ CASES = [
     (name, shape.name, i)
     for name in task_names()
     for shape in get_task(name).small_shapes
-    for i in range(2)
+    for i in range(len(SMALL_CONFIGS[name]))
 ]
 
 
@@ -88,7 +102,8 @@ def test_declared_spaces_hold_tuning_spaces():
 
 def test_invalid_config_is_infeasible_not_an_exception():
     runner = create_runner("cpu", task="attention", shape="tiny-b2-h1-s64-d32-causal")
-    result = runner.evaluate({"BLOCK_M": 16, "BLOCK_N": 32, "num_warps": 4, "num_stages": 2})
+    config = {"BLOCK_M": 16, "BLOCK_N": 32, "num_warps": 4, "num_stages": 2, "LOAD": "pointer"}
+    result = runner.evaluate(config)
     assert not result.feasible
     assert result.error_category == "other"
     assert "multiple" in result.error
@@ -103,6 +118,15 @@ def test_gemm_resource_limits_are_declared():
         "GROUP_M": 8,
         "num_warps": 8,
         "num_stages": 5,
+        "LOAD": "tma",
+        "PERSISTENT": True,
     }
     violation = gemm.check(big, {"M": 4096, "N": 4096, "K": 4096})
     assert violation is not None and violation.category == "resources"
+
+
+def test_persistent_schedule_needs_tma():
+    gemm = get_task("gemm")
+    config = dict(SMALL_CONFIGS["gemm"][0], PERSISTENT=True)
+    violation = gemm.check(config, {"M": 64, "N": 64, "K": 64})
+    assert violation is not None and "TMA" in violation.reason
