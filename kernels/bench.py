@@ -294,8 +294,9 @@ def run_kernel_bench(
 def merge_results(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """One report from several runs on the same machine (e.g. tasks split across calls).
 
-    Rows keep the limits of the run that measured them; the report lists every run's copy
-    measurement and command.
+    Rows keep the limits of the run that measured them; where two runs measured the same task
+    and shape, the later run's row is kept. The report lists every run's copy measurement
+    and command.
     """
     if not parts:
         raise ValueError("nothing to merge")
@@ -303,7 +304,11 @@ def merge_results(parts: list[dict[str, Any]]) -> dict[str, Any]:
     if len(gpus) > 1:
         raise ValueError(f"results come from different GPUs: {sorted(gpus)}")
     merged = json.loads(json.dumps(parts[0]))
-    merged["rows"] = [row for part in parts for row in part["rows"]]
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    for part in parts:  # a later run of the same task and shape replaces an earlier one
+        for row in part["rows"]:
+            latest[(row["task"], row["shape"])] = row
+    merged["rows"] = list(latest.values())
     merged["trajectory_files"] = [f for part in parts for f in part["trajectory_files"]]
     merged["elapsed_s"] = sum(part["elapsed_s"] for part in parts)
     merged["command"] = " ; ".join(part["command"] for part in parts)

@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import platform as host_platform
 import random
+import sys
 import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ingest.records import ContextSpec, TaskSpec, TrajectoryRecord
+from ingest.records import ContextSpec, TaskSpec, TrajectoryRecord, stable_hash
 from kernels.harness import HARNESS_VERSION
 from kernels.runners.base import EvalResult, Runner
 from kernels.tasks.base import KernelTask, ShapeCase
@@ -34,6 +35,14 @@ def chip_identity(device_name: str) -> tuple[str, str]:
     except (ImportError, LookupError, ValueError):
         slug = "-".join(device_name.lower().replace("nvidia", "").split())
         return slug or "unknown", "cuda"
+
+
+def template_hash(task: KernelTask) -> str:
+    """Hash of the task module's source: which revision of the Triton template was measured."""
+    module = sys.modules.get(task.launch.__module__)
+    if module is None or not getattr(module, "__file__", None):
+        return "unknown"
+    return stable_hash(Path(module.__file__).read_text(), 16)
 
 
 def toolchain_versions() -> dict[str, str]:
@@ -107,6 +116,7 @@ def sweep_shape(
         baseline_latency_ms=baseline_latency_ms,
         evidence={
             "harness_version": HARNESS_VERSION,
+            "template_hash": template_hash(task),
             "runner": runner.name,
             "gpu": device_name,
             "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),

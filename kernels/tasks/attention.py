@@ -4,7 +4,8 @@ Template (flash-attention style): one program per BLOCK_M query rows of one (bat
 it streams K and V in BLOCK_N blocks, keeping a running row max and sum so the S x S score
 matrix never leaves the chip. Causal runs split the key range into the blocks left of the
 diagonal (no mask) and the diagonal blocks (masked). LOAD picks pointer loads or TMA
-descriptors (Hopper's tensor-memory accelerator) for Q, K, V and O.
+descriptors (Hopper's tensor-memory accelerator) for Q, K, V and O; ORDER "heavy_first"
+launches the causal query blocks that see the most keys first, shortening the tail.
 """
 
 from __future__ import annotations
@@ -116,9 +117,13 @@ def attention_fwd_kernel(
     BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr,
     USE_TMA: tl.constexpr,
+    HEAVY_FIRST: tl.constexpr,
     NUM_STAGES: tl.constexpr,
 ):
-    start_m = tl.program_id(0)
+    if HEAVY_FIRST:  # causal: the last query blocks see the most keys, so start them first
+        start_m = tl.num_programs(0) - 1 - tl.program_id(0)
+    else:
+        start_m = tl.program_id(0)
     off_hz = tl.program_id(1)
     kv_row = off_hz * seq_len
     q_row = kv_row + start_m * BLOCK_M
@@ -264,6 +269,7 @@ def launch(
         BLOCK_N=bn,
         CAUSAL=_is_causal(causal),
         USE_TMA=use_tma,
+        HEAVY_FIRST=config["ORDER"] == "heavy_first",
         NUM_STAGES=config["num_stages"],
         num_warps=config["num_warps"],
         num_stages=config["num_stages"],
@@ -276,6 +282,8 @@ def check(config: dict[str, Any], dims: dict[str, int]) -> ConfigViolation | Non
     bm, bn, seq = config["BLOCK_M"], config["BLOCK_N"], dims["seq"]
     if seq % bm or seq % bn:
         return ConfigViolation("other", f"sequence {seq} not a multiple of the blocks")
+    if config["ORDER"] == "heavy_first" and not dims["causal"]:
+        return ConfigViolation("other", "block order only matters for causal attention")
     if dims["causal"] and bm % bn:
         return ConfigViolation("other", "causal needs BLOCK_M a multiple of BLOCK_N")
     d = dims["head_dim"]
@@ -328,6 +336,7 @@ TASK = KernelTask(
         "num_warps": [2, 4, 8],
         "num_stages": [1, 2, 3, 4],
         "LOAD": ["pointer", "tma"],
+        "ORDER": ["ascending", "heavy_first"],
     },
     tuning_space={
         "BLOCK_M": [64, 128],
@@ -335,6 +344,7 @@ TASK = KernelTask(
         "num_warps": [4, 8],
         "num_stages": [2, 3, 4],
         "LOAD": ["pointer", "tma"],
+        "ORDER": ["ascending", "heavy_first"],
     },
     make_inputs=make_inputs,
     reference=reference,

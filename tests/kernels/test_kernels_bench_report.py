@@ -80,5 +80,6 @@ def test_markdown_has_a_row_per_shape_and_the_errors():
 
 def test_merge_keeps_every_row_and_run():
     merged = merge_results([_synthetic_result("a", 600.0), _synthetic_result("b", 610.0)])
-    assert len(merged["rows"]) == 6 and len(merged["runs"]) == 2
+    assert len(merged["rows"]) == 3 and len(merged["runs"]) == 2  # same shapes: later wins
+    assert merged["rows"][0]["copy_gbps"] == 610.0
     assert "Run b" in render_markdown(merged)

@@ -52,8 +52,22 @@ SMALL_CONFIGS = {
         },
     ],
     "attention": [
-        {"BLOCK_M": 32, "BLOCK_N": 16, "num_warps": 4, "num_stages": 2, "LOAD": "pointer"},
-        {"BLOCK_M": 16, "BLOCK_N": 16, "num_warps": 4, "num_stages": 1, "LOAD": "tma"},
+        {
+            "BLOCK_M": 32,
+            "BLOCK_N": 16,
+            "num_warps": 4,
+            "num_stages": 2,
+            "LOAD": "pointer",
+            "ORDER": "ascending",
+        },
+        {
+            "BLOCK_M": 16,
+            "BLOCK_N": 16,
+            "num_warps": 4,
+            "num_stages": 1,
+            "LOAD": "tma",
+            "ORDER": "ascending",
+        },
     ],
 }
 
@@ -102,7 +116,14 @@ def test_declared_spaces_hold_tuning_spaces():
 
 def test_invalid_config_is_infeasible_not_an_exception():
     runner = create_runner("cpu", task="attention", shape="tiny-b2-h1-s64-d32-causal")
-    config = {"BLOCK_M": 16, "BLOCK_N": 32, "num_warps": 4, "num_stages": 2, "LOAD": "pointer"}
+    config = {
+        "BLOCK_M": 16,
+        "BLOCK_N": 32,
+        "num_warps": 4,
+        "num_stages": 2,
+        "LOAD": "pointer",
+        "ORDER": "ascending",
+    }
     result = runner.evaluate(config)
     assert not result.feasible
     assert result.error_category == "other"
@@ -130,3 +151,18 @@ def test_persistent_schedule_needs_tma():
     config = dict(SMALL_CONFIGS["gemm"][0], PERSISTENT=True)
     violation = gemm.check(config, {"M": 64, "N": 64, "K": 64})
     assert violation is not None and "TMA" in violation.reason
+
+
+def test_heavy_first_order_matches_reference_on_causal_only():
+    causal = create_runner("cpu", task="attention", shape="tiny-b2-h1-s64-d32-causal")
+    config = {
+        "BLOCK_M": 16,
+        "BLOCK_N": 16,
+        "num_warps": 4,
+        "num_stages": 2,
+        "LOAD": "pointer",
+        "ORDER": "heavy_first",
+    }
+    assert causal.evaluate(config).feasible
+    full = create_runner("cpu", task="attention", shape="tiny-b1-h2-s64-d32")
+    assert full.evaluate(config).error_category == "other"
