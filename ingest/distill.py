@@ -39,6 +39,10 @@ MAX_EFFECTS = 6
 FAILURE_MIN_RATE = 0.8
 FAILURE_MIN_GROUP = 5
 MAX_FAILURES = 4
+# Trajectories with fewer valid attempts than this give an exemplar only when their spread
+# (slowest / fastest) reaches the minimum: otherwise the "best" is measurement noise.
+SMALL_TRAJECTORY = 5
+SMALL_TRAJECTORY_MIN_SPREAD = 1.2
 
 LLMDistiller = Callable[[TrajectoryRecord, list[LessonDraft]], list[LessonDraft]]
 
@@ -136,6 +140,11 @@ class _TrajectoryView:
         first = int(valid_idx[0])
         first_latency = float(self.latency[first])
         k = min(top_k, max(1, self.n_valid // 2))
+        has_code = any(attempts[int(i)].code for i in valid_idx)
+        if self.n_valid < SMALL_TRAJECTORY and not has_code:
+            spread = float(self.latency[order[-1]] / self.latency[order[0]])
+            if spread < SMALL_TRAJECTORY_MIN_SPREAD:
+                return []  # a handful of attempts within a few percent of each other teach nothing
         drafts = []
         for rank, i in enumerate(order[:k], start=1):
             attempt = attempts[int(i)]
@@ -168,7 +177,9 @@ class _TrajectoryView:
         return drafts
 
     def _unmeasured_exemplars(self) -> list[LessonDraft]:
-        """Tuned configurations without timings, one lesson per run of shapes sharing one."""
+        """Tuned configurations without timings: one lesson per trajectory listing the
+        configuration chosen for each run of shapes (vLLM tables are one decision, and
+        per-shape lessons would be near-identical texts that differ only in numbers)."""
         attempts = [a for a in self.traj.attempts if a.feasible]
         groups: list[tuple[dict[str, Any], list[dict[str, Any]], str | None]] = []
         for attempt in attempts:
@@ -178,17 +189,24 @@ class _TrajectoryView:
                 groups[-1][1].append(shape)
             else:
                 groups.append((config, [shape], attempt.code))
-        drafts = []
-        for config, shapes, code in groups:
-            span = _shape_span(shapes)
-            text = (
-                f"{self.where}: the configuration tuned as best for {span} is "
-                f"{config_text(config)} (recorded choice of the tuner; no timings recorded)."
-            )
-            hint = {"config": config, "shapes": shapes, "latency_ms": None,
-                    "ratio_to_median": None, "rank": 1, "measured": False}
-            drafts.append(self._draft("exemplar", text, hint, code))
-        return drafts
+        if not groups:
+            return []
+        common = max(groups, key=lambda g: len(g[1]))
+        parts = [f"{_shape_span(shapes)}: {config_text(config)}" for config, shapes, _ in groups]
+        text = (
+            f"{self.where}: the tuner's chosen configuration by shape is "
+            + "; ".join(parts)
+            + " (recorded choices of the tuner; no timings recorded)."
+        )
+        hint = {
+            "config": common[0],
+            "by_shape": [{"shapes": shapes, "config": config} for config, shapes, _ in groups],
+            "latency_ms": None,
+            "ratio_to_median": None,
+            "rank": 1,
+            "measured": False,
+        }
+        return [self._draft("exemplar", text, hint, common[2])]
 
     # -- parameter effects -----------------------------------------------------------------
 

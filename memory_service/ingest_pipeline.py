@@ -121,9 +121,8 @@ def _store_batch(
     summary.added += len(fresh)
     summary.attempts += len(attempts)
     if created is not None:
-        merged = set(created.merged)
         summary.lessons_merged += len(created.merged)
-        summary.lessons_added += len({i for i in created.ids if i not in merged})
+        summary.lessons_added += len(created.created)
         summary.merged += len(created.merged)
 
 

@@ -42,17 +42,23 @@ def lesson_id(tenant: str, digest: str) -> str:
     return str(uuid.uuid5(_NAMESPACE, f"{tenant}:{digest}"))
 
 
-def applicability_text(app: dict[str, Any]) -> str:
+def applicability_text(app: dict[str, Any], skip_in: str = "") -> str:
+    """The applicability as words, leaving out values the lesson text already names."""
+    named = skip_in.lower()
     parts = []
     for key in ("op", "kernel", "chips", "families", "backends", "models", "scenarios", "dtypes"):
         value = app.get(key)
-        if value:
-            parts.append(f"{key}: {', '.join(value) if isinstance(value, list) else value}")
+        values = value if isinstance(value, list) else [value] if value else []
+        missing = [str(v) for v in values if str(v).lower() not in named]
+        if missing:
+            parts.append(f"{key}: {', '.join(missing)}")
     return "; ".join(parts)
 
 
 def embedding_text(kind: str, text: str, app: dict[str, Any]) -> str:
-    conditions = applicability_text(app)
+    # Embedding cost grows with length (the bundled model runs on CPU), so conditions the
+    # text already states are not repeated.
+    conditions = applicability_text(app, skip_in=text)
     return f"{kind}: {text}" + (f"\napplies to {conditions}" if conditions else "")
 
 

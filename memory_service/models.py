@@ -49,8 +49,9 @@ class LessonsCreate(BaseModel):
 
 
 class LessonsCreated(BaseModel):
-    ids: list[str]
-    merged: list[str]
+    ids: list[str] = Field(description="one id per submitted lesson, in order")
+    merged: list[str] = Field(description="ids that the submitted lessons merged into")
+    created: list[str] = Field(default_factory=list, description="ids newly stored")
 
 
 class LessonUpdate(BaseModel):

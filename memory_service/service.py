@@ -129,27 +129,36 @@ class MemoryService:
                 )
             )
         }
-        rows = [lesson_rows.to_row(tenant, lesson, d, creator) for lesson, d in zip(lessons, digests, strict=True)]
-        texts = [lesson_rows.embedding_text(r.kind, r.text, r.applicability) for r in rows]
-        vectors = self.embedder.embed(texts)
+        rows = [
+            lesson_rows.to_row(tenant, lesson, d, creator)
+            for lesson, d in zip(lessons, digests, strict=True)
+        ]
+        # Only lessons whose content is not stored yet need an embedding (the costly part).
+        fresh = [i for i, d in enumerate(digests) if d not in existing]
+        fresh_vectors = self.embedder.embed(
+            [lesson_rows.embedding_text(rows[i].kind, rows[i].text, rows[i].applicability) for i in fresh]
+        )
+        vector_of = dict(zip(fresh, fresh_vectors, strict=True))
         ids: list[str] = []
         merged: list[str] = []
+        created: list[str] = []
         new_rows: list[Lesson] = []
         new_vectors: list[np.ndarray] = []
-        for row, digest, vector in zip(rows, digests, vectors, strict=True):
-            target = existing.get(digest) or self._near_duplicate(
-                session, row, vector, tenant, new_rows, new_vectors
-            )
+        for i, (row, digest) in enumerate(zip(rows, digests, strict=True)):
+            target = existing.get(digest)
+            if target is None:
+                target = self._near_duplicate(session, row, vector_of[i], tenant, new_rows, new_vectors)
             if target:
                 ids.append(target)
                 merged.append(target)
                 continue
             existing[digest] = row.id
             new_rows.append(row)
-            new_vectors.append(vector)
+            new_vectors.append(vector_of[i])
             ids.append(row.id)
+            created.append(row.id)
         matrix = np.stack(new_vectors) if new_vectors else np.zeros((0, self.embedder.dim))
-        return LessonsCreated(ids=ids, merged=merged), new_rows, matrix
+        return LessonsCreated(ids=ids, merged=merged, created=created), new_rows, matrix
 
     def _near_duplicate(
         self,
@@ -176,7 +185,14 @@ class MemoryService:
 
     @staticmethod
     def _same_conditions(a: Lesson, b: Lesson) -> bool:
-        return a.kind == b.kind and a.applicability == b.applicability and a.code == b.code
+        # Same wording is not enough: lessons whose structured hints differ (two different
+        # configurations, say) carry different knowledge and are kept apart.
+        return (
+            a.kind == b.kind
+            and a.applicability == b.applicability
+            and a.code == b.code
+            and a.hint == b.hint
+        )
 
     @staticmethod
     def _index_metadata(row: Lesson) -> dict[str, Any]:

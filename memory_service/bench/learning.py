@@ -12,6 +12,7 @@ reaches the service over HTTP (a real uvicorn server on a free port), like any o
 from __future__ import annotations
 
 import json
+import os
 import platform
 import statistics
 import tempfile
@@ -31,13 +32,15 @@ from kernels.runners.replay import Recording, ReplayRunner
 
 DEFAULT_CACHES = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "kerneltuner"
 MILESTONES = (1, 5, 10, 20)
+WIDEN_K = 30  # lessons asked for when none of the k carries an untried configuration
 THRESHOLDS = (0.90, 0.95)
 # Ranking overrides per arm (the service's own defaults otherwise); None = no memory.
+# k_recall: every arm re-ranks the same wide pool, so lessons from other backends can surface.
 ARMS: dict[str, dict[str, Any] | None] = {
     "random": None,
-    "similarity": {"lam": 0.0, "exploration_c": 0.0},
-    "value": {"lam": 0.5, "backoff": False},
-    "value_backoff": {"lam": 0.5, "backoff": True},
+    "similarity": {"lam": 0.0, "exploration_c": 0.0, "k_recall": 60},
+    "value": {"lam": 0.5, "backoff": False, "k_recall": 60},
+    "value_backoff": {"lam": 0.5, "backoff": True, "k_recall": 60},
 }
 
 
@@ -55,7 +58,12 @@ def discover(paths: list[Path]) -> dict[str, dict[str, Chip]]:
     """Kernel Tuner caches under `paths`, grouped by op then chip (other files are skipped)."""
     found: dict[str, dict[str, Chip]] = {}
     for root in paths:
-        files = [root] if root.is_file() else sorted(root.rglob("*.json*"))
+        files = [root] if root.is_file() else sorted(
+            Path(folder) / name
+            for folder, _, names in os.walk(root, followlinks=True)
+            for name in names
+            if name.endswith((".json", ".json.gz"))
+        )
         for path in files:
             try:
                 recording = Recording(path)
@@ -135,10 +143,10 @@ def run_arm(
         with MemoryClient(live.url) as client:
             for i, source in enumerate(sources):
                 run_graph(ReplayRunner(recording=source.recording), create_proposer("structured"),
-                          client, budget, run_id=f"{tag}-src{i}", seed=seed, k=k, options=options)
+                          client, budget, run_id=f"{tag}-src{i}", seed=seed, k=k, widen_k=WIDEN_K, options=options)
             result = run_graph(ReplayRunner(recording=target.recording),
                                create_proposer("structured"), client, budget, run_id=tag,
-                               seed=seed, k=k, options=options)
+                               seed=seed, k=k, widen_k=WIDEN_K, options=options)
     finally:
         live.close()
     return {
@@ -220,10 +228,10 @@ def run_learning_bench(
     budget: int = 20,
     out: Path = Path("bench/results/learning.json"),
     *,
-    k: int = 3,
+    k: int = 5,
     quick: bool = False,
     arms: list[str] | None = None,
-    log: Callable[[str], None] = print,
+    log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run the leave-one-chip-out benchmark; write JSON, Markdown and PNG next to `out`.
 
@@ -235,6 +243,7 @@ def run_learning_bench(
         k: lessons per retrieval; quick: 1 seed, 6 attempts, 2 targets per kernel (for tests).
         arms: subset of ARMS to run (all by default).
     """
+    log = log or (lambda message: print(message, flush=True))
     if quick:
         seeds, budget = 1, min(budget, 6)
     arms = arms or list(ARMS)

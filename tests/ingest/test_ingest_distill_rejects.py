@@ -85,7 +85,7 @@ def test_failure_category_mapping(marker: str, category: str) -> None:
 
 
 def test_unknown_device_gets_explicit_unknown_chip(tmp_path: Path) -> None:
-    entries = {"32": {"block_size_x": 32, "time": 1.0}}
+    entries = {"32": {"block_size_x": 32, "time": 1.0}, "64": {"block_size_x": 64, "time": 2.0}}
     vendor = next(read_any([_cache(tmp_path, "NVIDIA Quantum Z9000", entries)]))
     assert vendor.context.chip.startswith("unknown:") and vendor.context.backend == "cuda"
     assert vendor.context.chip_raw == "NVIDIA Quantum Z9000"
@@ -156,10 +156,20 @@ def test_unmeasured_exemplars_group_shapes(shared_data: Path) -> None:
     name = "E=128,N=384,device_name=NVIDIA_H100_80GB_HBM3.json"
     traj = next(read_any([shared_data / "vllm_fused_moe" / name]))
     drafts = distill(traj)
-    assert drafts and all(d.kind == "exemplar" and d.hint["measured"] is False for d in drafts)
-    shapes = [s["M"] for d in drafts for s in d.hint["shapes"]]
+    assert len(drafts) == 1 and drafts[0].kind == "exemplar" and drafts[0].hint["measured"] is False
+    shapes = [s["M"] for group in drafts[0].hint["by_shape"] for s in group["shapes"]]
     assert shapes == [a.params["M"] for a in traj.attempts]
     assert "no timings recorded" in drafts[0].text
+    assert drafts[0].hint["config"] in [group["config"] for group in drafts[0].hint["by_shape"]]
+
+
+def test_near_equal_handful_of_attempts_gives_no_exemplar() -> None:
+    attempts = [AttemptRecord(0, {"mode": "eager"}, latency_ms=1.00),
+                AttemptRecord(1, {"mode": "compile"}, latency_ms=1.05)]
+    traj = TrajectoryRecord("synthetic", "two-modes", TaskSpec("matmul"), ContextSpec("a100", "cuda"), attempts)
+    assert [d for d in distill(traj) if d.kind == "exemplar"] == []
+    attempts[1] = AttemptRecord(1, {"mode": "compile"}, latency_ms=2.0)
+    assert [d.hint["config"] for d in distill(traj) if d.kind == "exemplar"] == [{"mode": "eager"}]
 
 
 def test_code_trajectories_carry_code_and_failure_examples() -> None:

@@ -24,21 +24,24 @@ def test_same_lesson_twice_is_stored_once(client):
     assert first.status_code == 201 and first.json()["merged"] == []
     again = client.post("/v1/lessons", json={"lessons": [softmax_lesson(TEXT)]})
     assert again.status_code == 201
-    assert again.json() == {"ids": first.json()["ids"], "merged": first.json()["ids"]}
+    assert first.json()["created"] == first.json()["ids"]
+    assert again.json() == {"ids": first.json()["ids"], "merged": first.json()["ids"], "created": []}
     assert client.get("/v1/lessons").json()["count"] == 1
 
 
 def test_near_duplicate_merges_only_with_same_applicability(client):
     original = client.post("/v1/lessons", json={"lessons": [softmax_lesson(TEXT)]}).json()["ids"][0]
     near = client.post("/v1/lessons", json={"lessons": [softmax_lesson(TEXT + ".")]}).json()
-    assert near == {"ids": [original], "merged": [original]}
+    assert near == {"ids": [original], "merged": [original], "created": []}
+    other_hint = client.post("/v1/lessons", json={"lessons": [softmax_lesson(TEXT + ".", hint={"config": {"BLOCK": 1024}})]}).json()
+    assert other_hint["merged"] == [], "same words, different structured hint: different knowledge"
     elsewhere = client.post("/v1/lessons", json={"lessons": [softmax_lesson(TEXT + ".", chips=("mi250x",))]}).json()
     assert elsewhere["merged"] == [] and elsewhere["ids"] != [original]
     different = client.post(
         "/v1/lessons", json={"lessons": [softmax_lesson("Fuse the scale into the exponent to save a multiply")]}
     ).json()
     assert different["merged"] == []
-    assert client.get("/v1/lessons").json()["count"] == 3
+    assert client.get("/v1/lessons").json()["count"] == 4
 
 
 def test_near_duplicates_within_one_request_merge(client):
