@@ -103,7 +103,8 @@ def format_attempt(entry: dict[str, Any]) -> str:
         outcome = f"{entry['latency_ms']:.4g} ms (best {entry['best_ms']:.4g} ms)"
     else:
         outcome = f"infeasible ({entry['error_category']})"
-    lines = [f"#{entry['index']:>3} [{entry['stage']}] {outcome} via {entry['origin']}"]
+    # No square brackets: rich-based printers would read them as markup.
+    lines = [f"#{entry['index']:>3} ({entry['stage']}) {outcome} via {entry['origin']}"]
     lines.append(f"      config {entry['config']}")
     for lesson in entry["lessons"]:
         value = lesson.get("value")
@@ -112,7 +113,7 @@ def format_attempt(entry: dict[str, Any]) -> str:
         lines.append(
             f"      lesson {lesson['id'][:8]} ({lesson['kind']}) score {lesson.get('score') or 0:.3f}"
             f" value {value if value is None else round(value, 3)}"
-            f" [{lesson.get('value_scope')}] -> {new_value}"
+            f" (scope {lesson.get('value_scope')}) -> {new_value}"
             f" reward {entry['rewards'].get(lesson['id'])}: {lesson['text'][:90]}"
         )
     return "\n".join(lines)
@@ -127,6 +128,7 @@ def run_graph(
     run_id: str | None = None,
     seed: int = 0,
     k: int = 3,
+    widen_k: int = 10,
     options: dict[str, Any] | None = None,
     plateau: int | None = None,
     write_back: bool = False,
@@ -142,6 +144,7 @@ def run_graph(
         proposer=proposer,
         client=client,
         k=k,
+        widen_k=widen_k,
         options=options,
         plateau=plateau,
         write_back=write_back,

@@ -3,9 +3,12 @@
 Order of preference for the next configuration:
 1. the exemplar configurations of the lessons the service returned now, in its rank order
    (credited to that lesson alone, so its value measures how well its configuration works here);
-2. a parameter preference of a returned lesson applied to the best configuration so far;
-3. local search: one-step moves of one parameter around the best configurations so far, moves
-   that follow remembered preferences first;
+   in the draft stage, where feasibility is the goal, same-backend ones before transferred ones;
+   once something works, only lessons the service ranks above its pool's average;
+2. a parameter preference of such a lesson applied to the best configuration so far;
+3. local search: moves of one parameter around the best configurations so far, to an adjacent
+   value or to a value that remembered exemplars use; moves that follow remembered preferences
+   and exemplars first;
 4. exemplars remembered from earlier retrievals, then a random untried configuration.
 Failure hints with a high failure rate exclude matching configurations throughout.
 """
@@ -79,8 +82,10 @@ class _Hints:
                 else:
                     self.soft_avoid.append((str(hint["param"]), hint["value"]))
             if isinstance(hint.get("avoid"), dict):
+                # Every failure lesson comes back as a warning; only a pattern that fails more
+                # often than not is worth excluding outright, the rest only lowers preference.
                 rate = float(hint.get("failure_rate") or 0.0)
-                if rate >= _HARD_FAILURE_RATE or lesson.warning:
+                if rate >= _HARD_FAILURE_RATE:
                     self.hard_avoid.append(dict(hint["avoid"]))
                 else:
                     self.soft_avoid.extend(hint["avoid"].items())
@@ -113,14 +118,24 @@ class StructuredProposer(Proposer):
                 and not remembered.excluded(config)
             )
 
-        for lesson, hint_config in now.exemplars:
+        exemplars = now.exemplars
+        if request.stage == "draft":
+            # Feasibility first: configurations recorded on this backend before transferred ones
+            # (the service's rank order kept within each group).
+            exemplars = sorted(exemplars, key=lambda pair: pair[0].transferred)
+        if base is not None:
+            # Once something works, a lesson is worth an attempt only when the service ranks it
+            # above the pool's average (scores are z-scored within the pool); below that, local
+            # search around the best is the better bet.
+            exemplars = [pair for pair in exemplars if pair[0].score > 0]
+        for lesson, hint_config in exemplars:
             config = project(hint_config, space, base)
             if fresh(config):
                 assert config is not None
                 return Proposal(config, (lesson.id,), f"exemplar:{lesson.id}", lesson.text[:120])
         if base is not None:
             for lesson, param, value, _ in sorted(now.prefer, key=lambda p: -p[3]):
-                if param in space and _snap(value, space[param]) is not None:
+                if lesson.score > 0 and param in space and _snap(value, space[param]) is not None:
                     config = {**base, param: _snap(value, space[param])}
                     if fresh(config):
                         return Proposal(
@@ -152,17 +167,26 @@ class StructuredProposer(Proposer):
             (a for a in request.history if a.feasible and a.latency_ms is not None),
             key=lambda a: a.latency_ms or 0.0,
         )
+        support: dict[tuple[str, Any], int] = {}
+        for _, hint_config in hints.exemplars:
+            for name, value in hint_config.items():
+                support[(name, value)] = support.get((name, value), 0) + 1
         for centre in feasible[:5]:
             moves: list[tuple[float, float, dict[str, Any]]] = []
             for name, allowed in request.space.items():
                 if len(allowed) < 2 or centre.config.get(name) not in allowed:
                     continue
                 i = allowed.index(centre.config[name])
-                for j in (i - 1, i + 1):
-                    if 0 <= j < len(allowed):
-                        config = {**centre.config, name: allowed[j]}
-                        if fresh(config):
-                            moves.append((-hints.preference(config), rng.random(), config))
+                # Adjacent values, and values that known-good configurations use (a step of
+                # path relinking towards them).
+                steps = {allowed[j] for j in (i - 1, i + 1) if 0 <= j < len(allowed)}
+                steps |= {v for (p, v) in support if p == name and v in allowed}
+                steps.discard(centre.config[name])
+                for value in steps:
+                    config = {**centre.config, name: value}
+                    if fresh(config):
+                        score = hints.preference(config) + 0.5 * support.get((name, value), 0)
+                        moves.append((-score, rng.random(), config))
             if moves:
                 return min(moves, key=lambda m: (m[0], m[1]))[2]
         return None

@@ -77,6 +77,7 @@ def _request() -> ProposalRequest:
         text="block 64 with tile 2 was fastest on a100",
         rendered_text="block 64 with tile 2 was fastest on a100 (rendered)",
         hint={"config": {"bx": 64, "tx": 2}},
+        score=1.0,
     )
     history = (AttemptOutcome(0, {"bx": 32, "tx": 1}, True, 3.5),)
     return ProposalRequest(

@@ -17,8 +17,14 @@ SPACE = {"bx": (16, 32, 64, 128), "tx": (1, 2, 4)}
 TASK = TaskDescription(op="synthetic", chip="a100", backend="cuda")
 
 
-def _lesson(lesson_id: str, hint: dict[str, Any], warning: bool = False) -> RetrievedLesson:
-    return RetrievedLesson(id=lesson_id, kind="exemplar", text=lesson_id, hint=hint, warning=warning)
+def _lesson(
+    lesson_id: str, hint: dict[str, Any], warning: bool = False, score: float = 1.0,
+    transferred: bool = False,
+) -> RetrievedLesson:
+    return RetrievedLesson(
+        id=lesson_id, kind="exemplar", text=lesson_id, hint=hint, warning=warning, score=score,
+        transferred=transferred,
+    )
 
 
 def _request(lessons=(), history=(), seen=()) -> ProposalRequest:
@@ -51,6 +57,23 @@ def test_structured_applies_preferences_then_explores_locally() -> None:
     assert second.origin == "local" and second.used == ()
     changed = [k for k in SPACE if second.config[k] != best.config[k]]
     assert len(changed) == 1
+
+
+def test_structured_explores_instead_of_below_average_lessons() -> None:
+    best = AttemptOutcome(0, {"bx": 32, "tx": 1}, True, 2.0)
+    weak = _lesson("w", {"config": {"bx": 128, "tx": 4}}, score=-0.5)
+    proposal = create_proposer("structured").propose(_request([weak], [best]))
+    assert proposal.origin == "local" and proposal.used == ()
+    # Before anything works, any configuration is worth trying.
+    first = create_proposer("structured").propose(_request([weak]))
+    assert first.config == {"bx": 128, "tx": 4}
+
+
+def test_draft_prefers_same_backend_configurations() -> None:
+    foreign = _lesson("f", {"config": {"bx": 16, "tx": 1}}, score=2.0, transferred=True)
+    local = _lesson("l", {"config": {"bx": 64, "tx": 2}}, score=0.5)
+    request = ProposalRequest(TASK, SPACE, "draft", (foreign, local), (), ())
+    assert create_proposer("structured").propose(request).used == ("l",)
 
 
 def test_structured_honours_failure_warnings() -> None:
