@@ -137,12 +137,19 @@ def new_run_id() -> str:
 
 
 def write_trajectories(records: Iterable[TrajectoryRecord], path: Path) -> int:
-    """Write records as JSON lines (`TrajectoryRecord.to_dict()`); returns how many."""
+    """Write records as native JSON lines; returns how many.
+
+    Each line is `TrajectoryRecord.to_dict()` with "version" and "source_format" leading, so
+    the native reader's format detection (which reads only the first 4 KiB) finds them even
+    when a trajectory holds many attempts.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     count = 0
-    with path.open("w") as handle:
+    with path.open("w", encoding="utf-8") as handle:
         for record in records:
-            handle.write(json.dumps(record.to_dict(), sort_keys=True) + "\n")
+            data = record.to_dict()
+            line = {"version": data.pop("version"), "source_format": data.pop("source_format")}
+            handle.write(json.dumps({**line, **data}, separators=(",", ":"), default=str) + "\n")
             count += 1
     return count
 

@@ -1,0 +1,55 @@
+"""The committed H200 sweep results are real native trajectories that ingest can read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ingest.readers import native
+from ingest.records import AttemptRecord, ContextSpec, RejectedRecord, TaskSpec, TrajectoryRecord
+from kernels.sweep import write_trajectories
+
+RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
+
+
+def test_long_trajectories_are_detected_as_native(tmp_path):
+    attempts = [AttemptRecord(index=i, params={"BLOCK": 2**i, "pad": "x" * 200}) for i in range(40)]
+    record = TrajectoryRecord(
+        "native",
+        "test/long",
+        TaskSpec(op="softmax"),
+        ContextSpec(chip="h200", backend="cuda"),
+        attempts,
+    )
+    path = tmp_path / "long.jsonl"
+    write_trajectories([record], path)
+    assert path.stat().st_size > 4096 and native.detect(path)
+    assert [r.id for r in native.read(path)] == [record.id]
+
+
+@pytest.mark.skipif(not (RESULTS / "h200").is_dir(), reason="no committed H200 results")
+def test_committed_h200_trajectories_read_cleanly():
+    files = sorted((RESULTS / "h200").glob("*.jsonl"))
+    assert {f.stem for f in files} == {"softmax", "rmsnorm", "gemm", "attention"}
+    for path in files:
+        assert path.stat().st_size < 2 * 1024 * 1024
+        records = list(native.read(path))
+        assert records and not any(isinstance(r, RejectedRecord) for r in records)
+        for record in records:
+            assert record.context.chip == "h200" and not record.synthetic
+            assert record.evidence["runner"] == "cuda"
+            assert any(a.feasible and a.latency_ms for a in record.attempts)
+
+
+@pytest.mark.skipif(not (RESULTS / "kernels.json").is_file(), reason="no committed bench result")
+def test_committed_report_rows_match_their_trajectories():
+    report = json.loads((RESULTS / "kernels.json").read_text())
+    best = {}
+    for path in sorted((RESULTS / "h200").glob("*.jsonl")):
+        for record in native.read(path):
+            medians = [a.metrics["latency_median_ms"] for a in record.attempts if a.feasible]
+            best[(path.stem, record.evidence["shape_name"])] = min(medians)
+    for row in report["rows"]:
+        assert row["triton"]["median_ms"] == pytest.approx(best[(row["task"], row["shape"])])
