@@ -112,3 +112,13 @@ def test_cuda_runner_times_a_feasible_config():  # pragma: no cover - runs on GP
     )
     assert result.feasible and result.latency_ms > 0 and result.repetitions > 1
     assert result.metrics["gbps"] > 0
+
+
+def test_replay_kind_resolves_to_the_replay_runner_class():
+    import importlib
+
+    from kernels.runners import RUNNER_CLASSES
+
+    module_name, class_name = RUNNER_CLASSES["replay"]
+    runner_class = getattr(importlib.import_module(module_name), class_name)
+    assert issubclass(runner_class, Runner)
