@@ -94,9 +94,8 @@ class TrajectoryRecord:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["version"] = NATIVE_FORMAT_VERSION
-        return data
+        # "version" and "source_format" first: format detection reads only a file's head.
+        return {"version": NATIVE_FORMAT_VERSION, **asdict(self)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrajectoryRecord:

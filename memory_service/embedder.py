@@ -7,6 +7,7 @@ for environments without the model; it captures word overlap only.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -137,8 +138,9 @@ class HashingEmbedder(Embedder):
 EMBEDDERS = ("minilm", "hashing")
 
 
+@functools.lru_cache(maxsize=4)
 def create_embedder(kind: str, model_path: Path | None = None) -> Embedder:
-    """Build an embedder by name (with a query cache in front)."""
+    """Build an embedder by name (with a query cache in front); one per process and kind."""
     if kind == "minilm":
         return CachedEmbedder(MiniLMEmbedder(model_path))
     if kind == "hashing":

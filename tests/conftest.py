@@ -9,6 +9,21 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except ImportError:
+        return False
+
+
+# Without a GPU, Triton kernels run in the interpreter; this must be set before any test
+# module imports triton.
+if not _has_cuda():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 

@@ -128,8 +128,12 @@ def retrieve(
     """Ask for the lessons that apply to a task in a context."""
     from memory_service.models import RetrieveRequest
 
-    def go() -> None:
+    try:
         sig = json.loads(signature) if signature else {}
+    except json.JSONDecodeError as exc:
+        fail(f"--signature is not JSON: {exc}")
+
+    def go() -> None:
         request = RetrieveRequest(
             query=query,
             task={"op": op, "signature": sig, "dtype": dtype},
@@ -154,10 +158,7 @@ def retrieve(
             )
         console.print(table)
 
-    try:
-        run_guarded(go)
-    except json.JSONDecodeError as exc:
-        fail(f"--signature is not JSON: {exc}")
+    run_guarded(go)
 
 
 # ----------------------------------------------------------------- report
