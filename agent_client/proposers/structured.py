@@ -4,17 +4,19 @@ Order of preference for the next configuration:
 1. the exemplar configurations of the lessons the service returned now, in its rank order
    (credited to that lesson alone, so its value measures how well its configuration works here);
    in the draft stage, where feasibility is the goal, same-backend ones before transferred ones;
-   once something works, only lessons the service ranks above its pool's average;
+   once something works, only lessons the service ranks above its pool's average, and none
+   from a source chip whose configurations already ran poorly here;
 2. a parameter preference of such a lesson applied to the best configuration so far;
 3. local search: moves of one parameter around the best configurations so far, to an adjacent
    value or to a value that remembered exemplars use; moves that follow remembered preferences
-   and exemplars first;
+   and exemplars first, moves to values that went badly in this run's own attempts last;
 4. exemplars remembered from earlier retrievals, then a random untried configuration.
 Failure hints with a high failure rate exclude matching configurations throughout.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping
 from typing import Any
@@ -98,6 +100,36 @@ class _Hints:
         return score - sum(1.0 for p, v in self.soft_avoid if config.get(p) == v)
 
 
+def _poor_sources(request: ProposalRequest, best_ms: float | None) -> set[str]:
+    """Source chips whose exemplars, tried here, all reached under 80% of the best so far."""
+    if best_ms is None:
+        return set()
+    chips_of = {
+        lesson.id: tuple(lesson.applicability.get("chips") or ())
+        for lesson in request.seen_lessons + request.lessons
+    }
+    quality: dict[str, float] = {}
+    for attempt in request.history:
+        reached = best_ms / attempt.latency_ms if attempt.feasible and attempt.latency_ms else 0.0
+        for lesson_id in attempt.used:
+            for chip in chips_of.get(lesson_id, ()):
+                quality[chip] = max(quality.get(chip, 0.0), reached)
+    return {chip for chip, q in quality.items() if q < 0.8}
+
+
+def _badness(request: ProposalRequest, best_ms: float) -> dict[tuple[str, Any], float]:
+    """How badly each (parameter, value) did in the proposer's own attempts, 0 (fine) to 1."""
+    totals: dict[tuple[str, Any], list[float]] = {}
+    for attempt in request.history:
+        if attempt.feasible and attempt.latency_ms:
+            bad = min(1.0, max(0.0, math.log(attempt.latency_ms / best_ms) / math.log(2.0)))
+        else:
+            bad = 1.0
+        for item in attempt.config.items():
+            totals.setdefault(item, []).append(bad)
+    return {item: sum(v) / len(v) for item, v in totals.items()}
+
+
 class StructuredProposer(Proposer):
     """Turns lesson hints into configurations; explores around the best when they run out."""
 
@@ -128,6 +160,13 @@ class StructuredProposer(Proposer):
             # above the pool's average (scores are z-scored within the pool); below that, local
             # search around the best is the better bet.
             exemplars = [pair for pair in exemplars if pair[0].score > 0]
+            # ... and not from a chip whose configurations already ran poorly here.
+            poor = _poor_sources(request, best.latency_ms if best else None)
+            exemplars = [
+                pair
+                for pair in exemplars
+                if not set(pair[0].applicability.get("chips") or ()) & poor
+            ]
         for lesson, hint_config in exemplars:
             config = project(hint_config, space, base)
             if fresh(config):
@@ -171,6 +210,7 @@ class StructuredProposer(Proposer):
         for _, hint_config in hints.exemplars:
             for name, value in hint_config.items():
                 support[(name, value)] = support.get((name, value), 0) + 1
+        badness = _badness(request, feasible[0].latency_ms or 1.0) if feasible else {}
         for centre in feasible[:5]:
             moves: list[tuple[float, float, dict[str, Any]]] = []
             for name, allowed in request.space.items():
@@ -185,7 +225,13 @@ class StructuredProposer(Proposer):
                 for value in steps:
                     config = {**centre.config, name: value}
                     if fresh(config):
-                        score = hints.preference(config) + 0.5 * support.get((name, value), 0)
+                        # Hints and known-good values pull; values that went badly in this
+                        # run's own attempts push away.
+                        score = (
+                            hints.preference(config)
+                            + 0.5 * support.get((name, value), 0)
+                            - 2.0 * badness.get((name, value), 0.0)
+                        )
                         moves.append((-score, rng.random(), config))
             if moves:
                 return min(moves, key=lambda m: (m[0], m[1]))[2]

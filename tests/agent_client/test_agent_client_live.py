@@ -126,7 +126,10 @@ def test_report_retried_after_a_kill_counts_once(live: tuple[str, Path], tmp_pat
 def test_same_idempotency_key_is_recorded_once(live: tuple[str, Path]) -> None:
     url, _ = live
     with MemoryClient(url) as client:
-        retrieval = client.retrieve({"op": "synthetic"}, {"chip": "a4000"}, "draft", k=1)
+        retrieval = client.retrieve(
+            {"op": "synthetic"}, {"chip": "a4000"}, "draft", k=1,
+            query="fastest synthetic configuration", options={"similarity_floor": -1.0},
+        )
         lesson = retrieval.lessons[0].id
         outcome = Outcome(True, True, 1.5)
         first = client.report(retrieval.retrieval_id, outcome, [lesson], idempotency_key="k-1")
