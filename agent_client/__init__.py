@@ -8,8 +8,8 @@ from agent_client.models import (
     MemoryAPIError,
     Outcome,
     OutcomeReceipt,
-    RetrievedLesson,
     Retrieval,
+    RetrievedLesson,
     TransientAPIError,
 )
 

@@ -19,7 +19,9 @@ from kernels.runners.base import Runner
 class AgentContext:
     """How one run behaves and what it talks to."""
 
-    runner: Runner = field(metadata={"description": "evaluates configurations (evaluate node only)"})
+    runner: Runner = field(
+        metadata={"description": "evaluates configurations (evaluate node only)"}
+    )
     proposer: Proposer = field(metadata={"description": "chooses the next configuration"})
     client: MemoryClient | None = field(
         default=None, metadata={"description": "memory API client; None runs without memory"}

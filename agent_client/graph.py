@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 
 from agent_client.context import AgentContext
-from agent_client.models import Outcome, RetrievedLesson, Retrieval
+from agent_client.models import Outcome, Retrieval, RetrievedLesson
 from agent_client.proposers.base import (
     AttemptOutcome,
     ProposalError,
@@ -83,7 +83,8 @@ def recall(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
 
 def proposal_request(state: AgentState) -> ProposalRequest:
     """The proposer's whole view of the world, from checkpointed state only."""
-    current = [RetrievedLesson(**item) for item in (state.get("retrieval") or {}).get("lessons", [])]
+    retrieved = (state.get("retrieval") or {}).get("lessons", [])
+    current = [RetrievedLesson(**item) for item in retrieved]
     current_ids = {lesson.id for lesson in current}
     seen = [
         RetrievedLesson(**item)
@@ -249,7 +250,9 @@ def trajectory_of(state: AgentState) -> TrajectoryRecord:
     return TrajectoryRecord(
         source_format="tunemem-agent",
         source=f"agent-run:{state['run_id']}",
-        task=TaskSpec(op=task["op"], kernel=task.get("kernel"), signature=task.get("signature") or {}),
+        task=TaskSpec(
+            op=task["op"], kernel=task.get("kernel"), signature=task.get("signature") or {}
+        ),
         context=ContextSpec(chip=task["chip"], backend=task["backend"]),
         attempts=attempts,
     )

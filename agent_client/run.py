@@ -111,7 +111,8 @@ def format_attempt(entry: dict[str, Any]) -> str:
         after = lesson.get("value_after") or {}
         new_value = after.get("value", after.get("q")) if isinstance(after, dict) else after
         lines.append(
-            f"      lesson {lesson['id'][:8]} ({lesson['kind']}) score {lesson.get('score') or 0:.3f}"
+            f"      lesson {lesson['id'][:8]} ({lesson['kind']})"
+            f" score {lesson.get('score') or 0:.3f}"
             f" value {value if value is None else round(value, 3)}"
             f" (scope {lesson.get('value_scope')}) -> {new_value}"
             f" reward {entry['rewards'].get(lesson['id'])}: {lesson['text'][:90]}"

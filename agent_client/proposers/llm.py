@@ -13,8 +13,7 @@ import re
 from typing import Any
 
 import httpx
-from tenacity import retry_if_exception_type, stop_after_attempt, wait_random_exponential
-from tenacity import Retrying
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from agent_client import prompts
 from agent_client.proposers.base import (

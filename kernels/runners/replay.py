@@ -123,7 +123,9 @@ class Recording:
 
 def _measurement(entry: Mapping[str, Any], objective: str) -> RecordedMeasurement:
     value = entry.get(objective if objective in entry else "time")
-    metrics = {k: float(entry[k]) for k in _THROUGHPUT_KEYS if isinstance(entry.get(k), int | float)}
+    metrics = {
+        k: float(entry[k]) for k in _THROUGHPUT_KEYS if isinstance(entry.get(k), int | float)
+    }
     if isinstance(value, int | float) and not isinstance(value, bool):
         times = [t for t in entry.get("times") or [] if isinstance(t, int | float)]
         return RecordedMeasurement(
@@ -167,7 +169,9 @@ class ReplayRunner(Runner):
             )
         outside = {k: v for k, v in config.items() if v not in space[k]}
         if outside:
-            return EvalResult(False, None, "rejected", f"values outside the parameter space: {outside}")
+            return EvalResult(
+                False, None, "rejected", f"values outside the parameter space: {outside}"
+            )
         found = self._recording.lookup(config)
         if found is None:
             return EvalResult(

@@ -141,12 +141,13 @@ def run_arm(
     try:
         live.service.ingest([_trajectory(s) for s in sources])
         with MemoryClient(live.url) as client:
+            settings = {"seed": seed, "k": k, "widen_k": WIDEN_K, "options": options}
             for i, source in enumerate(sources):
                 run_graph(ReplayRunner(recording=source.recording), create_proposer("structured"),
-                          client, budget, run_id=f"{tag}-src{i}", seed=seed, k=k, widen_k=WIDEN_K, options=options)
+                          client, budget, run_id=f"{tag}-src{i}", **settings)
             result = run_graph(ReplayRunner(recording=target.recording),
                                create_proposer("structured"), client, budget, run_id=tag,
-                               seed=seed, k=k, widen_k=WIDEN_K, options=options)
+                               **settings)
     finally:
         live.close()
     return {
@@ -200,7 +201,7 @@ def naive_transfer(target: Chip, sources: list[Chip]) -> dict[str, float]:
 
 def goals(per_arm: dict[str, Any], transfer: dict[str, float], budget: int) -> dict[str, bool]:
     """The issue's targets for value-driven memory with back-off, checked on seed means."""
-    vb, sim = per_arm["value_backoff"]["fraction_at"], per_arm["similarity"]["fraction_at"]
+    vb = per_arm["value_backoff"]["fraction_at"]
     curve_vb = per_arm["value_backoff"]["mean_curve"]
     curve_sim = per_arm["similarity"]["mean_curve"]
     return {
@@ -340,7 +341,7 @@ def write_markdown(report: dict[str, Any], path: Path) -> None:
     budget = report["budget"]
     marks = [m for m in MILESTONES if m <= budget]
     lines = [
-        f"# Learning benchmark (replay, leave-one-chip-out)\n",
+        "# Learning benchmark (replay, leave-one-chip-out)\n",
         f"Caches: `{report['caches']}`; seeds {report['seeds']}; budget {budget}; k {report['k']};"
         f" machine {report['machine']['node']} ({report['machine']['processor']});"
         f" {report['elapsed_s']} s. Fractions are of the target's recorded optimum, best so far,"

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("memory_service.api")
+from kernels.runners.replay import Recording  # noqa: E402
 from memory_service.bench.learning import (  # noqa: E402
     Chip,
     discover,
@@ -17,7 +18,6 @@ from memory_service.bench.learning import (  # noqa: E402
     run_learning_bench,
     summarise,
 )
-from kernels.runners.replay import Recording  # noqa: E402
 
 
 def test_fractions_are_best_so_far_over_the_optimum() -> None:
@@ -35,7 +35,9 @@ def test_summary_milestones_thresholds_and_first_feasibility() -> None:
     assert summary["first_attempt_feasible"] == 0.5
 
 
-def test_naive_transfer_tries_each_source_best_once(tmp_path: Path, make_synthetic_cache: Any) -> None:
+def test_naive_transfer_tries_each_source_best_once(
+    tmp_path: Path, make_synthetic_cache: Any
+) -> None:
     a100 = make_synthetic_cache(tmp_path / "A100.json.gz")
     a4000 = make_synthetic_cache(tmp_path / "A4000.json.gz", "NVIDIA RTX A4000")
     found = discover([tmp_path])
@@ -54,7 +56,9 @@ def test_quick_run_writes_json_markdown_and_plot(
     make_synthetic_cache(caches / "A100.json.gz")
     make_synthetic_cache(caches / "A4000.json.gz", "NVIDIA RTX A4000")
     out = tmp_path / "results" / "learning.json"
-    report = run_learning_bench(caches, [], seeds=1, budget=4, out=out, quick=True, log=lambda _: None)
+    report = run_learning_bench(
+        caches, [], seeds=1, budget=4, out=out, quick=True, log=lambda _: None
+    )
     assert set(report["targets"]) == {"synthetic/a100", "synthetic/a4000"}
     entry = report["targets"]["synthetic/a4000"]
     assert set(entry["arms"]) == {"random", "similarity", "value", "value_backoff"}

@@ -37,7 +37,8 @@ class ChatServer:
                     return
                 content = server.replies.pop(0) if server.replies else "{}"
                 payload = json.dumps(
-                    {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
+                    {"choices": [{"index": 0, "message": {"role": "assistant",
+                                                           "content": content}}]}
                 ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -81,7 +82,8 @@ def _request() -> ProposalRequest:
     )
     history = (AttemptOutcome(0, {"bx": 32, "tx": 1}, True, 3.5),)
     return ProposalRequest(
-        TaskDescription(op="conv", chip="w6600", backend="hip"), SPACE, "refine", (lesson,), (), history
+        TaskDescription(op="conv", chip="w6600", backend="hip"),
+        SPACE, "refine", (lesson,), (), history,
     )
 
 

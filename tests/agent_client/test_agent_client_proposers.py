@@ -11,7 +11,7 @@ from agent_client.models import RetrievedLesson
 from agent_client.proposers import AttemptOutcome, ProposalRequest, TaskDescription, create_proposer
 from agent_client.proposers.base import Proposal, Proposer
 from agent_client.run import run_graph
-from kernels.runners.replay import Recording, RecordedMeasurement, ReplayRunner
+from kernels.runners.replay import RecordedMeasurement, Recording, ReplayRunner
 
 SPACE = {"bx": (16, 32, 64, 128), "tx": (1, 2, 4)}
 TASK = TaskDescription(op="synthetic", chip="a100", backend="cuda")
