@@ -136,3 +136,14 @@ def test_same_idempotency_key_is_recorded_once(live: tuple[str, Path]) -> None:
         second = client.report(retrieval.retrieval_id, outcome, [lesson], idempotency_key="k-1")
     assert first.rewards == second.rewards
     assert len(_history(url, lesson)) == 1
+
+
+def test_finished_run_is_written_back_for_distillation(live: tuple[str, Path]) -> None:
+    url, task = live
+    with MemoryClient(url) as client:
+        before = client.health()["counts"]["trajectories"]
+    result = run_agent(url, task, "a4000", 3, run_id="write-back-run")
+    with MemoryClient(url) as client:
+        counts = client.health()["counts"]
+    assert result.stop_reason == "budget"
+    assert counts["trajectories"] == before + 1
