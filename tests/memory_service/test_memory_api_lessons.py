@@ -121,3 +121,20 @@ def test_restarted_service_keeps_everything(make_service, tmp_path):
         again = c.post("/v1/retrieve", json={"query": TEXT, "stage": "draft", "context": {"chip": "a100"}}).json()
         assert [i["id"] for i in again["lessons"]] == ranking
         assert c.get(f"/v1/lessons/{ids[0]}/history").json()["outcomes"][0]["reward"] == -1.0
+
+
+def test_upload_trajectories_over_http_is_idempotent(client):
+    """Real H200 sweep trajectories (bench/results/h200) through POST /v1/trajectories."""
+    import json
+    from pathlib import Path
+
+    lines = (Path(__file__).resolve().parents[2] / "bench/results/h200/rmsnorm.jsonl").read_text().splitlines()[:2]
+    body = {"trajectories": [json.loads(line) for line in lines]}
+    first = client.post("/v1/trajectories", json=body)
+    assert first.status_code == 201, first.text
+    summary = first.json()
+    assert summary["added"] == 2 and summary["attempts"] > 0 and summary["lessons_added"] > 0
+    again = client.post("/v1/trajectories", json=body).json()
+    assert again["added"] == 0 and again["skipped"] == 2 and again["lessons_added"] == 0
+    listed = client.get("/v1/lessons", params={"chip": "h200", "op": "rmsnorm"}).json()
+    assert listed["count"] == summary["lessons_added"]
