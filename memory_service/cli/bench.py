@@ -51,58 +51,86 @@ def bench_ingest(
     data: Annotated[Path, typer.Option(help="folder of tuning data")] = DEFAULT_SHARED,
     out: Annotated[Path, typer.Option(help="results folder")] = Path("bench/results"),
     index: Annotated[str, typer.Option(help="vector index: chroma or memory")] = "chroma",
+    embedder: Annotated[list[str], typer.Option(help="embedders to compare, side by side (minilm, hashing)")] = ["minilm", "hashing"],  # noqa: B006
 ) -> None:
-    """Ingest a whole folder into an empty store; report attempts/s and lessons/s."""
-    import resource
-
-    from ingest.readers import iter_paths, read_any
-    from memory_service.service import MemoryService
+    """Ingest a whole folder into an empty store, once per embedder; report attempts/s and lessons/s."""
+    from ingest.readers import iter_paths
 
     if not data.exists():
         err.print(f"error: {data} not found")
         raise typer.Exit(2)
+    sources = list(iter_paths([data]))
+    rows = [_ingest_once(sources, index, kind) for kind in embedder]
+    result = {
+        "benchmark": "ingest",
+        "command": f"tunemem bench ingest --data {data} --index {index} "
+        + " ".join(f"--embedder {k}" for k in embedder),
+        "machine": machine(),
+        "sources": len(sources),
+        "runs": rows,
+    }
+    m = result["machine"]
+    md = (
+        f"# Ingest benchmark\n\nMachine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB; "
+        f"index {index}; {len(sources)} source files. Command: `{result['command']}`\n\n"
+        "| embedder | trajectories | attempts | lessons (merged) | seconds | attempts/s | lessons/s "
+        "| of which embedding s | rerun s (added) |\n|---|---|---|---|---|---|---|---|---|\n"
+    )
+    for r in rows:
+        md += (
+            f"| {r['embedder']} | {r['trajectories']} | {r['attempts']} | {r['lessons_added']} "
+            f"({r['lessons_merged']}) | {r['seconds']} | {r['attempts_per_s']} | {r['lessons_per_s']} "
+            f"| {r['embedding_seconds']} | {r['rerun_seconds']} ({r['rerun_added']}) |\n"
+        )
+    write_result(out, "ingest", result, md)
+
+
+def _ingest_once(sources: list[Path], index: str, embedder_kind: str) -> dict[str, Any]:
+    """One ingest of `sources` into a fresh store; the embedder's own time is measured apart."""
+    from ingest.readers import read_any
+    from memory_service.embedder import create_embedder
+    from memory_service.service import MemoryService
+
+    embedder = create_embedder(embedder_kind)
+    embedder.embed(["warm-up"])
+    spent = [0.0]
+    inner = embedder._encode
+
+    def timed(texts: list[str]) -> Any:
+        start = time.perf_counter()
+        try:
+            return inner(texts)
+        finally:
+            spent[0] += time.perf_counter() - start
+
+    embedder._encode = timed  # type: ignore[method-assign]
     workdir = Path(tempfile.mkdtemp(prefix="tunemem-bench-"))
     try:
-        service = MemoryService(settings_for(workdir, index=index))
-        service.embedder.embed(["warm-up"])
-        sources = list(iter_paths([data]))
+        service = MemoryService(settings_for(workdir, index=index), embedder=embedder)
         start = time.perf_counter()
         summary = service.ingest(read_any(sources))
         elapsed = time.perf_counter() - start
         rerun_start = time.perf_counter()
         again = service.ingest(read_any(sources))
         rerun = time.perf_counter() - rerun_start
+        service.close()
     finally:
+        embedder._encode = inner  # type: ignore[method-assign]
         shutil.rmtree(workdir, ignore_errors=True)
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    result = {
-        "benchmark": "ingest",
-        "command": f"tunemem bench ingest --data {data} --index {index}",
-        "machine": machine(),
-        "sources": len(sources),
+    return {
+        "embedder": embedder_kind,
         "trajectories": summary.added,
         "attempts": summary.attempts,
         "lessons_added": summary.lessons_added,
         "lessons_merged": summary.lessons_merged,
         "rejected": summary.rejected,
         "seconds": round(elapsed, 2),
+        "embedding_seconds": round(spent[0], 2),
         "attempts_per_s": round(summary.attempts / elapsed, 1),
         "lessons_per_s": round(summary.lessons_added / elapsed, 1),
         "rerun_seconds": round(rerun, 2),
         "rerun_added": again.added,
-        "max_rss_mb": round(rss_mb, 1),
     }
-    m = result["machine"]
-    md = (
-        f"# Ingest benchmark\n\nMachine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB; "
-        f"index {index}. Command: `{result['command']}`\n\n"
-        "| sources | trajectories | attempts | lessons | seconds | attempts/s | lessons/s | rerun s (added) | max RSS MB |\n"
-        "|---|---|---|---|---|---|---|---|---|\n"
-        f"| {len(sources)} | {summary.added} | {summary.attempts} | {summary.lessons_added} "
-        f"(+{summary.lessons_merged} merged) | {result['seconds']} | {result['attempts_per_s']} | "
-        f"{result['lessons_per_s']} | {result['rerun_seconds']} ({again.added}) | {result['max_rss_mb']} |\n"
-    )
-    write_result(out, "ingest", result, md)
 
 
 @bench_app.command("learning")
