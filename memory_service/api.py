@@ -12,7 +12,13 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -118,7 +124,9 @@ def create_app(service: MemoryService) -> FastAPI:
 
     @app.exception_handler(ServiceError)
     async def _service_error(_: Request, exc: ServiceError) -> JSONResponse:
-        return JSONResponse(status_code=exc.status, content={"code": exc.code, "message": exc.message})
+        return JSONResponse(
+            status_code=exc.status, content={"code": exc.code, "message": exc.message}
+        )
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -145,7 +153,9 @@ def create_app(service: MemoryService) -> FastAPI:
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return JSONResponse(status_code=exc.status_code, content={"code": code, "message": str(exc.detail)})
+        return JSONResponse(
+            status_code=exc.status_code, content={"code": code, "message": str(exc.detail)}
+        )
 
     @app.post("/v1/lessons", status_code=201, response_model=LessonsCreated)
     def add_lessons(body: LessonsCreate, svc: ServiceDep) -> LessonsCreated:
@@ -166,7 +176,14 @@ def create_app(service: MemoryService) -> FastAPI:
     ) -> LessonList:
         """List lessons with filters and paging; `count` is the total matching."""
         return svc.list_lessons(
-            kind=kind, backend=backend, chip=chip, op=op, q=q, status=status, limit=limit, offset=offset
+            kind=kind,
+            backend=backend,
+            chip=chip,
+            op=op,
+            q=q,
+            status=status,
+            limit=limit,
+            offset=offset,
         )
 
     @app.get("/v1/lessons/{lesson_id}", response_model=LessonDetail)
@@ -249,7 +266,9 @@ def _native_record(raw: dict[str, Any]) -> TrajectoryRecord:
     record = TrajectoryRecord.from_dict(raw)
     if not record.attempts:
         raise ValueError("a trajectory needs at least one attempt")
-    chip = platforms.resolve(record.context.chip_raw or record.context.chip, backend=record.context.backend)
+    chip = platforms.resolve(
+        record.context.chip_raw or record.context.chip, backend=record.context.backend
+    )
     record.context.chip_raw = record.context.chip_raw or record.context.chip
     record.context.chip = chip.id
     record.context.backend = chip.backend

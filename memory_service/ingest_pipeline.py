@@ -101,7 +101,11 @@ def _store_batch(
             except (ValidationError, ValueError, KeyError, TypeError) as exc:
                 summary.rejected += 1
                 summary.rejects.append(
-                    {"path": record.source, "position": "trajectory", "reason": f"distillation: {exc}"}
+                    {
+                        "path": record.source,
+                        "position": "trajectory",
+                        "reason": f"distillation: {exc}",
+                    }
                 )
                 continue
             existing.add(record.id)
@@ -152,7 +156,10 @@ def ingest_records(
                 unknown.add(record.context.chip_raw or record.context.chip)
             batch.append(record)
             batch_attempts += len(record.attempts)
-            if len(batch) >= service.settings.batch_size or batch_attempts >= MAX_ATTEMPTS_PER_BATCH:
+            if (
+                len(batch) >= service.settings.batch_size
+                or batch_attempts >= MAX_ATTEMPTS_PER_BATCH
+            ):
                 _store_batch(service, batch, tenant, summary)
                 batch, batch_attempts = [], 0
         if batch:

@@ -136,7 +136,10 @@ class MemoryService:
         # Only lessons whose content is not stored yet need an embedding (the costly part).
         fresh = [i for i, d in enumerate(digests) if d not in existing]
         fresh_vectors = self.embedder.embed(
-            [lesson_rows.embedding_text(rows[i].kind, rows[i].text, rows[i].applicability) for i in fresh]
+            [
+                lesson_rows.embedding_text(rows[i].kind, rows[i].text, rows[i].applicability)
+                for i in fresh
+            ]
         )
         vector_of = dict(zip(fresh, fresh_vectors, strict=True))
         ids: list[str] = []
@@ -147,7 +150,9 @@ class MemoryService:
         for i, (row, digest) in enumerate(zip(rows, digests, strict=True)):
             target = existing.get(digest)
             if target is None:
-                target = self._near_duplicate(session, row, vector_of[i], tenant, new_rows, new_vectors)
+                target = self._near_duplicate(
+                    session, row, vector_of[i], tenant, new_rows, new_vectors
+                )
             if target:
                 ids.append(target)
                 merged.append(target)
@@ -363,10 +368,17 @@ class MemoryService:
         if task.kernel:
             parts.append(f"kernel: {task.kernel}")
         if task.signature:
-            parts.append("signature: " + ", ".join(f"{k}={v}" for k, v in sorted(task.signature.items())))
+            parts.append(
+                "signature: " + ", ".join(f"{k}={v}" for k, v in sorted(task.signature.items()))
+            )
         if task.dtype:
             parts.append(f"dtype: {task.dtype}")
-        for key, value in (("chip", chip or ctx.chip), ("backend", backend), ("model", ctx.model), ("scenario", ctx.scenario)):
+        for key, value in (
+            ("chip", chip or ctx.chip),
+            ("backend", backend),
+            ("model", ctx.model),
+            ("scenario", ctx.scenario),
+        ):
             if value:
                 parts.append(f"{key}: {value}")
         parts.append(f"stage: {request.stage}")
@@ -402,10 +414,16 @@ class MemoryService:
                 query,
                 ranking.similarity_floor,
             )[:n_recall]
-            estimates = self._estimates(session, [lid for lid, _ in admitted], request.stage, chain, ranking.q0, ranking.kappa, ranking.backoff)
-            ranked = rank(
-                [Candidate(lid, sim, estimates[lid]) for lid, sim in admitted], ranking
+            estimates = self._estimates(
+                session,
+                [lid for lid, _ in admitted],
+                request.stage,
+                chain,
+                ranking.q0,
+                ranking.kappa,
+                ranking.backoff,
             )
+            ranked = rank([Candidate(lid, sim, estimates[lid]) for lid, sim in admitted], ranking)
             lessons = [self._retrieved(rows[r.lesson_id], r, backend) for r in ranked]
             settings_echo = {**ranking.__dict__, "k_recall_used": n_recall, "pool": len(admitted)}
             retrieval_id = str(uuid.uuid4())
@@ -462,7 +480,9 @@ class MemoryService:
     @staticmethod
     def _retrieved(row: Lesson, ranked: Any, target_backend: str | None) -> RetrievedLesson:
         source_backends = row.applicability.get("backends") or []
-        transferred = bool(target_backend and source_backends and target_backend not in source_backends)
+        transferred = bool(
+            target_backend and source_backends and target_backend not in source_backends
+        )
         rendered = None
         source_scope = None
         if row.applicability.get("chips"):
@@ -538,19 +558,37 @@ class MemoryService:
             task_key = self.task_key(task)
             now = utcnow()
             reward = compute_reward(
-                session, tenant, retrieval.stage, task_key, outcome.compiled, outcome.correct,
-                outcome.error, outcome.latency_ms, outcome.best_before_ms,
+                session,
+                tenant,
+                retrieval.stage,
+                task_key,
+                outcome.compiled,
+                outcome.correct,
+                outcome.error,
+                outcome.latency_ms,
+                outcome.best_before_ms,
                 self.settings.reward_min_count,
             )
             apply_reward(
-                session, used, retrieval.stage, retrieval.scope_chain, reward,
-                self.settings.alpha, self.settings.q0, now,
+                session,
+                used,
+                retrieval.stage,
+                retrieval.scope_chain,
+                reward,
+                self.settings.alpha,
+                self.settings.q0,
+                now,
             )
             session.flush()
             ranking = self.settings.ranking()
             estimates = self._estimates(
-                session, used, retrieval.stage, retrieval.scope_chain, ranking.q0,
-                ranking.kappa, ranking.backoff,
+                session,
+                used,
+                retrieval.stage,
+                retrieval.scope_chain,
+                ranking.q0,
+                ranking.kappa,
+                ranking.backoff,
             )
             row = Outcome(
                 tenant=tenant,
@@ -656,7 +694,9 @@ class MemoryService:
                 vectors = self.embedder.embed(
                     [lesson_rows.embedding_text(r.kind, r.text, r.applicability) for r in rows]
                 )
-                self.index.upsert([r.id for r in rows], vectors, [self._index_metadata(r) for r in rows])
+                self.index.upsert(
+                    [r.id for r in rows], vectors, [self._index_metadata(r) for r in rows]
+                )
                 done += len(rows)
                 if progress:
                     progress(done, int(total))

@@ -97,7 +97,13 @@ def rebuild_values(session: Session, alpha: float, q0: float, min_count: int) ->
             min_count,
         )
         apply_reward(
-            session, outcome.lessons, outcome.stage, outcome.scope_chain, reward, alpha, q0,
+            session,
+            outcome.lessons,
+            outcome.stage,
+            outcome.scope_chain,
+            reward,
+            alpha,
+            q0,
             outcome.created_at,
         )
         session.flush()

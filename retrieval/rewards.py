@@ -36,7 +36,9 @@ def draft_reward(feasible: bool) -> float:
     return 1.0 if feasible else -1.0
 
 
-def raw_refine_reward(feasible: bool, latency_ms: float | None, best_before_ms: float | None) -> float:
+def raw_refine_reward(
+    feasible: bool, latency_ms: float | None, best_before_ms: float | None
+) -> float:
     """tanh(ln(best_before / latency)); 0 when there is nothing to compare with."""
     if not feasible:
         return -1.0

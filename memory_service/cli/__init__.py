@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -17,7 +17,9 @@ from rich.table import Table
 
 from memory_service.errors import ServiceError
 
-app = typer.Typer(help="tunemem: value-driven memory for kernel-tuning agents.", no_args_is_help=True)
+app = typer.Typer(
+    help="tunemem: value-driven memory for kernel-tuning agents.", no_args_is_help=True
+)
 lessons_app = typer.Typer(help="List, show, add and archive lessons.", no_args_is_help=True)
 values_app = typer.Typer(help="Lesson values (a view of the outcome log).", no_args_is_help=True)
 app.add_typer(lessons_app, name="lessons")
@@ -26,9 +28,11 @@ app.add_typer(values_app, name="values")
 console = Console()
 err = Console(stderr=True)
 
-UrlOpt = Annotated[Optional[str], typer.Option("--url", help="a running tunemem server; default: the embedded store")]
+UrlOpt = Annotated[
+    str | None, typer.Option("--url", help="a running tunemem server; default: the embedded store")
+]
 DataDirOpt = Annotated[
-    Optional[Path], typer.Option("--data-dir", help="embedded store directory (TUNEMEM_DATA_DIR)")
+    Path | None, typer.Option("--data-dir", help="embedded store directory (TUNEMEM_DATA_DIR)")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of a table")]
 
@@ -77,7 +81,10 @@ def serve(
     host: Annotated[str, typer.Option(help="bind address")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port")] = 8000,
     data_dir: DataDirOpt = None,
-    seed: Annotated[bool, typer.Option("--seed/--no-seed", help="ingest the bundled sample data into an empty store")] = False,
+    seed: Annotated[
+        bool,
+        typer.Option("--seed/--no-seed", help="ingest the bundled sample data into an empty store"),
+    ] = False,
 ) -> None:
     """Start the HTTP API (OpenAPI at /docs) on the embedded store."""
     import uvicorn
@@ -110,17 +117,21 @@ def seed_samples(service: Any) -> None:
 # --------------------------------------------------------------- retrieve
 @app.command()
 def retrieve(
-    op: Annotated[Optional[str], typer.Option(help="operator family, e.g. softmax, convolution")] = None,
-    chip: Annotated[Optional[str], typer.Option(help="target chip name, e.g. H200, MI250X")] = None,
-    backend: Annotated[Optional[str], typer.Option(help="target backend when no chip is given")] = None,
+    op: Annotated[
+        str | None, typer.Option(help="operator family, e.g. softmax, convolution")
+    ] = None,
+    chip: Annotated[str | None, typer.Option(help="target chip name, e.g. H200, MI250X")] = None,
+    backend: Annotated[
+        str | None, typer.Option(help="target backend when no chip is given")
+    ] = None,
     stage: Annotated[str, typer.Option(help="draft or refine")] = "draft",
     query: Annotated[str, typer.Option("--query", "-q", help="free text")] = "",
-    signature: Annotated[Optional[str], typer.Option(help='JSON object, e.g. {"N": 4096}')] = None,
-    dtype: Annotated[Optional[str], typer.Option(help="dtype, e.g. bf16")] = None,
-    model: Annotated[Optional[str], typer.Option(help="model name")] = None,
-    scenario: Annotated[Optional[str], typer.Option(help="prefill, decode, training ...")] = None,
-    k: Annotated[Optional[int], typer.Option(help="lessons to return")] = None,
-    lam: Annotated[Optional[float], typer.Option("--lambda", help="value weight override")] = None,
+    signature: Annotated[str | None, typer.Option(help='JSON object, e.g. {"N": 4096}')] = None,
+    dtype: Annotated[str | None, typer.Option(help="dtype, e.g. bf16")] = None,
+    model: Annotated[str | None, typer.Option(help="model name")] = None,
+    scenario: Annotated[str | None, typer.Option(help="prefill, decode, training ...")] = None,
+    k: Annotated[int | None, typer.Option(help="lessons to return")] = None,
+    lam: Annotated[float | None, typer.Option("--lambda", help="value weight override")] = None,
     url: UrlOpt = None,
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
@@ -146,15 +157,25 @@ def retrieve(
         if as_json:
             emit_json(result.model_dump(mode="json"))
             return
-        console.print(f"retrieval [bold]{result.retrieval_id}[/bold]  scopes: {' → '.join(result.scope_chain)}")
+        console.print(
+            f"retrieval [bold]{result.retrieval_id}[/bold]"
+            f"  scopes: {' → '.join(result.scope_chain)}"
+        )
         table = Table("#", "kind", "lesson", "score", "sim", "value (scope, n)", "explore")
         for i, lesson in enumerate(result.lessons, 1):
             b = lesson.breakdown
             text = lesson.rendered_text or lesson.text
-            flags = (" [transferred]" if lesson.transferred else "") + (" [avoid]" if lesson.warning else "")
+            flags = (" [transferred]" if lesson.transferred else "") + (
+                " [avoid]" if lesson.warning else ""
+            )
             table.add_row(
-                str(i), lesson.kind, text[:160] + flags, f"{lesson.score:.2f}", f"{b.similarity:.2f}",
-                f"{b.value:+.2f} ({b.value_scope}, {b.n})", f"{b.exploration:.2f}",
+                str(i),
+                lesson.kind,
+                text[:160] + flags,
+                f"{lesson.score:.2f}",
+                f"{b.similarity:.2f}",
+                f"{b.value:+.2f} ({b.value_scope}, {b.n})",
+                f"{b.exploration:.2f}",
             )
         console.print(table)
 
@@ -166,12 +187,19 @@ def retrieve(
 def report(
     retrieval_id: Annotated[str, typer.Argument(help="the id a retrieve returned")],
     compiled: Annotated[bool, typer.Option("--compiled/--not-compiled")] = True,
-    correct: Annotated[Optional[bool], typer.Option("--correct/--incorrect")] = None,
-    latency_ms: Annotated[Optional[float], typer.Option(help="measured latency")] = None,
-    best_before_ms: Annotated[Optional[float], typer.Option(help="best latency before this attempt")] = None,
-    error: Annotated[Optional[str], typer.Option(help="error text")] = None,
-    used: Annotated[Optional[list[str]], typer.Option("--used", help="lesson ids used (repeat); default all returned")] = None,
-    idempotency_key: Annotated[Optional[str], typer.Option(help="makes a retried report count once")] = None,
+    correct: Annotated[bool | None, typer.Option("--correct/--incorrect")] = None,
+    latency_ms: Annotated[float | None, typer.Option(help="measured latency")] = None,
+    best_before_ms: Annotated[
+        float | None, typer.Option(help="best latency before this attempt")
+    ] = None,
+    error: Annotated[str | None, typer.Option(help="error text")] = None,
+    used: Annotated[
+        list[str] | None,
+        typer.Option("--used", help="lesson ids used (repeat); default all returned"),
+    ] = None,
+    idempotency_key: Annotated[
+        str | None, typer.Option(help="makes a retried report count once")
+    ] = None,
     url: UrlOpt = None,
     data_dir: DataDirOpt = None,
 ) -> None:
@@ -182,8 +210,13 @@ def report(
         request = ReportRequest(
             retrieval_id=retrieval_id,
             used=used or None,
-            outcome={"compiled": compiled, "correct": correct, "latency_ms": latency_ms,
-                     "best_before_ms": best_before_ms, "error": error},
+            outcome={
+                "compiled": compiled,
+                "correct": correct,
+                "latency_ms": latency_ms,
+                "best_before_ms": best_before_ms,
+                "error": error,
+            },
         )
         result = open_service(url, data_dir).report(request, idempotency_key=idempotency_key)
         emit_json(result.model_dump(mode="json"))
@@ -194,11 +227,11 @@ def report(
 # ---------------------------------------------------------------- lessons
 @lessons_app.command("list")
 def lessons_list(
-    kind: Annotated[Optional[str], typer.Option()] = None,
-    backend: Annotated[Optional[str], typer.Option()] = None,
-    chip: Annotated[Optional[str], typer.Option()] = None,
-    op: Annotated[Optional[str], typer.Option()] = None,
-    q: Annotated[Optional[str], typer.Option("--q", help="text contains")] = None,
+    kind: Annotated[str | None, typer.Option()] = None,
+    backend: Annotated[str | None, typer.Option()] = None,
+    chip: Annotated[str | None, typer.Option()] = None,
+    op: Annotated[str | None, typer.Option()] = None,
+    q: Annotated[str | None, typer.Option("--q", help="text contains")] = None,
     status: Annotated[str, typer.Option(help="active, archived or all")] = "active",
     limit: Annotated[int, typer.Option()] = 20,
     offset: Annotated[int, typer.Option()] = 0,
@@ -210,7 +243,14 @@ def lessons_list(
 
     def go() -> None:
         result = open_service(url, data_dir).list_lessons(
-            kind=kind, backend=backend, chip=chip, op=op, q=q, status=status, limit=limit, offset=offset
+            kind=kind,
+            backend=backend,
+            chip=chip,
+            op=op,
+            q=q,
+            status=status,
+            limit=limit,
+            offset=offset,
         )
         if as_json:
             emit_json(result.model_dump(mode="json"))
@@ -218,7 +258,9 @@ def lessons_list(
         table = Table("id", "kind", "op", "chips", "text", title=f"{result.count} lessons match")
         for lesson in result.data:
             a = lesson.applicability
-            table.add_row(lesson.id[:8], lesson.kind, a.op or "*", ",".join(a.chips) or "*", lesson.text[:110])
+            table.add_row(
+                lesson.id[:8], lesson.kind, a.op or "*", ",".join(a.chips) or "*", lesson.text[:110]
+            )
         console.print(table)
 
     run_guarded(go)
@@ -226,8 +268,12 @@ def lessons_list(
 
 @lessons_app.command("show")
 def lessons_show(
-    lesson_id: str, url: UrlOpt = None, data_dir: DataDirOpt = None,
-    history: Annotated[bool, typer.Option("--history", help="include the outcomes behind the values")] = False,
+    lesson_id: str,
+    url: UrlOpt = None,
+    data_dir: DataDirOpt = None,
+    history: Annotated[
+        bool, typer.Option("--history", help="include the outcomes behind the values")
+    ] = False,
 ) -> None:
     """Show one lesson with its values per stage and scope."""
 
@@ -244,12 +290,18 @@ def lessons_show(
 @lessons_app.command("archive")
 def lessons_archive(lesson_id: str, url: UrlOpt = None, data_dir: DataDirOpt = None) -> None:
     """Archive a lesson (kept with its history, no longer retrieved)."""
-    run_guarded(lambda: emit_json(open_service(url, data_dir).archive_lesson(lesson_id).model_dump(mode="json")))
+    run_guarded(
+        lambda: emit_json(
+            open_service(url, data_dir).archive_lesson(lesson_id).model_dump(mode="json")
+        )
+    )
 
 
 @lessons_app.command("add")
 def lessons_add(
-    file: Annotated[Path, typer.Argument(help='JSON file: {"lessons": [...]} as POST /v1/lessons takes')],
+    file: Annotated[
+        Path, typer.Argument(help='JSON file: {"lessons": [...]} as POST /v1/lessons takes')
+    ],
     url: UrlOpt = None,
     data_dir: DataDirOpt = None,
 ) -> None:
@@ -262,7 +314,9 @@ def lessons_add(
         body = LessonsCreate(**json.loads(file.read_text()))
     except (OSError, json.JSONDecodeError, ValidationError, TypeError) as exc:
         fail(f"{file}: {exc}")
-    run_guarded(lambda: emit_json(open_service(url, data_dir).add_lessons(body.lessons).model_dump()))
+    run_guarded(
+        lambda: emit_json(open_service(url, data_dir).add_lessons(body.lessons).model_dump())
+    )
 
 
 # ----------------------------------------------------------------- values

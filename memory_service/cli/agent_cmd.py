@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -16,17 +16,29 @@ agent_app = typer.Typer(help="Run the LangGraph tuning agent.", no_args_is_help=
 @agent_app.command("run")
 def agent_run(
     task: Annotated[Path, typer.Option(help="a Kernel Tuner cache file, or a folder of them")],
-    chip: Annotated[Optional[str], typer.Option(help="chip to tune on (picks the file in a folder)")] = None,
+    chip: Annotated[
+        str | None, typer.Option(help="chip to tune on (picks the file in a folder)")
+    ] = None,
     budget: Annotated[int, typer.Option(help="most attempts")] = 20,
-    url: Annotated[Optional[str], typer.Option("--url", help="memory service; omit to run without memory")] = None,
+    url: Annotated[
+        str | None, typer.Option("--url", help="memory service; omit to run without memory")
+    ] = None,
     proposer: Annotated[str, typer.Option(help="structured, llm or random")] = "structured",
     k: Annotated[int, typer.Option(help="lessons per retrieval")] = 3,
     seed: Annotated[int, typer.Option()] = 0,
-    plateau: Annotated[Optional[int], typer.Option(help="stop after this many attempts without improvement")] = None,
-    run_id: Annotated[Optional[str], typer.Option(help="name the run (resume with the same id)")] = None,
-    checkpoint: Annotated[Optional[Path], typer.Option(help="SQLite checkpoint file for resuming")] = None,
-    llm_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint for --proposer llm")] = None,
-    llm_model: Annotated[Optional[str], typer.Option()] = None,
+    plateau: Annotated[
+        int | None, typer.Option(help="stop after this many attempts without improvement")
+    ] = None,
+    run_id: Annotated[
+        str | None, typer.Option(help="name the run (resume with the same id)")
+    ] = None,
+    checkpoint: Annotated[
+        Path | None, typer.Option(help="SQLite checkpoint file for resuming")
+    ] = None,
+    llm_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible endpoint for --proposer llm")
+    ] = None,
+    llm_model: Annotated[str | None, typer.Option()] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Tune a recorded task; prints each attempt, the lessons it used and their values."""
@@ -36,8 +48,18 @@ def agent_run(
         fail(f"no such task file or folder: {task}")
     try:
         result = run_agent(
-            url, task, chip, budget, proposer=proposer, k=k, seed=seed, plateau=plateau,
-            run_id=run_id, checkpoint=checkpoint, llm_url=llm_url, llm_model=llm_model,
+            url,
+            task,
+            chip,
+            budget,
+            proposer=proposer,
+            k=k,
+            seed=seed,
+            plateau=plateau,
+            run_id=run_id,
+            checkpoint=checkpoint,
+            llm_url=llm_url,
+            llm_model=llm_model,
             on_attempt=None if as_json else (lambda entry: console.print(format_attempt(entry))),
         )
     except ValueError as exc:

@@ -10,13 +10,15 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
 from memory_service.cli import console, err, settings_for
 
-bench_app = typer.Typer(help="Benchmarks: ingest, service, learning, kernels.", no_args_is_help=True)
+bench_app = typer.Typer(
+    help="Benchmarks: ingest, service, learning, kernels.", no_args_is_help=True
+)
 
 DEFAULT_SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
@@ -35,7 +37,13 @@ def machine() -> dict[str, Any]:
         mem_gb = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
     except (ValueError, OSError):
         pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": mem_gb, "python": platform.python_version(), "os": platform.platform()}
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gb": mem_gb,
+        "python": platform.python_version(),
+        "os": platform.platform(),
+    }
 
 
 def write_result(out: Path, name: str, result: dict[str, Any], markdown: str) -> None:
@@ -51,9 +59,11 @@ def bench_ingest(
     data: Annotated[Path, typer.Option(help="folder of tuning data")] = DEFAULT_SHARED,
     out: Annotated[Path, typer.Option(help="results folder")] = Path("bench/results"),
     index: Annotated[str, typer.Option(help="vector index: chroma or memory")] = "chroma",
-    embedder: Annotated[list[str], typer.Option(help="embedders to compare, side by side (minilm, hashing)")] = ["minilm", "hashing"],  # noqa: B006
+    embedder: Annotated[
+        list[str], typer.Option(help="embedders to compare, side by side (minilm, hashing)")
+    ] = ["minilm", "hashing"],  # noqa: B006
 ) -> None:
-    """Ingest a whole folder into an empty store, once per embedder; report attempts/s and lessons/s."""
+    """Ingest a folder into an empty store once per embedder; report attempts/s, lessons/s."""
     from ingest.readers import iter_paths
 
     if not data.exists():
@@ -73,13 +83,15 @@ def bench_ingest(
     md = (
         f"# Ingest benchmark\n\nMachine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB; "
         f"index {index}; {len(sources)} source files. Command: `{result['command']}`\n\n"
-        "| embedder | trajectories | attempts | lessons (merged) | seconds | attempts/s | lessons/s "
+        "| embedder | trajectories | attempts | lessons (merged) | seconds | attempts/s "
+        "| lessons/s "
         "| of which embedding s | rerun s (added) |\n|---|---|---|---|---|---|---|---|---|\n"
     )
     for r in rows:
         md += (
             f"| {r['embedder']} | {r['trajectories']} | {r['attempts']} | {r['lessons_added']} "
-            f"({r['lessons_merged']}) | {r['seconds']} | {r['attempts_per_s']} | {r['lessons_per_s']} "
+            f"({r['lessons_merged']}) | {r['seconds']} | {r['attempts_per_s']} "
+            f"| {r['lessons_per_s']} "
             f"| {r['embedding_seconds']} | {r['rerun_seconds']} ({r['rerun_added']}) |\n"
         )
     write_result(out, "ingest", result, md)
@@ -135,11 +147,17 @@ def _ingest_once(sources: list[Path], index: str, embedder_kind: str) -> dict[st
 
 @bench_app.command("learning")
 def bench_learning(
-    caches: Annotated[Optional[Path], typer.Option(help="folder of Kernel Tuner caches (one sub-folder per kernel)")] = None,
-    sources: Annotated[Optional[list[Path]], typer.Option(help="extra caches used only as sources")] = None,
+    caches: Annotated[
+        Path | None, typer.Option(help="folder of Kernel Tuner caches (one sub-folder per kernel)")
+    ] = None,
+    sources: Annotated[
+        list[Path] | None, typer.Option(help="extra caches used only as sources")
+    ] = None,
     seeds: Annotated[int, typer.Option()] = 5,
     budget: Annotated[int, typer.Option()] = 20,
-    out: Annotated[Path, typer.Option(help="JSON result path")] = Path("bench/results/learning.json"),
+    out: Annotated[Path, typer.Option(help="JSON result path")] = Path(
+        "bench/results/learning.json"
+    ),
     quick: Annotated[bool, typer.Option("--quick", help="tiny run for smoke tests")] = False,
 ) -> None:
     """Leave-one-chip-out learning benchmark on recorded search spaces (replay)."""

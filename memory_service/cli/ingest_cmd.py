@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -16,9 +16,18 @@ from memory_service.models import IngestSummary
 
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="files or folders to ingest")],
-    fmt: Annotated[str, typer.Option("--format", help="auto, native, kerneltuner, t4, vllm-moe, kernelbench-timing, kernelbench-run, triton-autotune, openevolve")] = "auto",
-    batch_size: Annotated[Optional[int], typer.Option(help="trajectories per commit")] = None,
-    rejects: Annotated[Optional[Path], typer.Option(help="where to write rejected records (JSONL)")] = None,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="auto, native, kerneltuner, t4, vllm-moe, kernelbench-timing, "
+            "kernelbench-run, triton-autotune, openevolve",
+        ),
+    ] = "auto",
+    batch_size: Annotated[int | None, typer.Option(help="trajectories per commit")] = None,
+    rejects: Annotated[
+        Path | None, typer.Option(help="where to write rejected records (JSONL)")
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="no progress bar")] = False,
     url: UrlOpt = None,
     data_dir: DataDirOpt = None,
@@ -41,9 +50,14 @@ def ingest(
 
         service = MemoryService(settings_for(data_dir, batch_size=batch_size))
         with Progress(
-            TextColumn("[bold]ingest[/bold] {task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[records]} records"), TimeElapsedColumn(),
-            console=err, disable=quiet, transient=False,
+            TextColumn("[bold]ingest[/bold] {task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[records]} records"),
+            TimeElapsedColumn(),
+            console=err,
+            disable=quiet,
+            transient=False,
         ) as progress:
             task = progress.add_task("", total=len(sources), records=0)
             seen = 0
@@ -71,7 +85,16 @@ def ingest(
 
 
 def _merge(total: IngestSummary, part: IngestSummary) -> None:
-    for field in ("read", "added", "merged", "skipped", "rejected", "attempts", "lessons_added", "lessons_merged"):
+    for field in (
+        "read",
+        "added",
+        "merged",
+        "skipped",
+        "rejected",
+        "attempts",
+        "lessons_added",
+        "lessons_merged",
+    ):
         setattr(total, field, getattr(total, field) + getattr(part, field))
     total.unknown_chips = sorted(set(total.unknown_chips) | set(part.unknown_chips))
     total.rejects.extend(part.rejects)
@@ -84,7 +107,9 @@ def _print_summary(summary: IngestSummary, elapsed: float) -> None:
         f"lessons added {summary.lessons_added}, merged {summary.lessons_merged}; {elapsed:.1f} s"
     )
     if summary.unknown_chips:
-        console.print(f"unknown chips (ingested with backend scope only): {', '.join(summary.unknown_chips)}")
+        console.print(
+            f"unknown chips (ingested with backend scope only): {', '.join(summary.unknown_chips)}"
+        )
 
 
 def _ingest_remote(url: str, sources: list[Path], fmt: str, quiet: bool) -> IngestSummary:
@@ -99,7 +124,9 @@ def _ingest_remote(url: str, sources: list[Path], fmt: str, quiet: bool) -> Inge
         for record in read_any([source], fmt=fmt):
             if isinstance(record, RejectedRecord):
                 summary.rejected += 1
-                summary.rejects.append({"path": record.path, "position": record.position, "reason": record.reason})
+                summary.rejects.append(
+                    {"path": record.path, "position": record.position, "reason": record.reason}
+                )
                 continue
             batch.append(record.to_dict())
             if len(batch) >= 50:

@@ -34,21 +34,31 @@ class RemoteService:
         try:
             response = self._client.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
-            raise ServiceError(f"cannot reach {self._client.base_url}: {exc}", code="unreachable", status=503) from exc
+            raise ServiceError(
+                f"cannot reach {self._client.base_url}: {exc}", code="unreachable", status=503
+            ) from exc
         if response.status_code >= 400:
             try:
                 body = response.json()
             except ValueError:
                 body = {"code": "http_error", "message": response.text}
-            raise ServiceError(body.get("message", ""), code=body.get("code"), status=response.status_code)
+            raise ServiceError(
+                body.get("message", ""), code=body.get("code"), status=response.status_code
+            )
         return response.json()
 
     def retrieve(self, request: RetrieveRequest) -> RetrieveResponse:
-        return RetrieveResponse(**self._call("POST", "/v1/retrieve", json=request.model_dump(mode="json")))
+        return RetrieveResponse(
+            **self._call("POST", "/v1/retrieve", json=request.model_dump(mode="json"))
+        )
 
-    def report(self, request: ReportRequest, *, idempotency_key: str | None = None) -> ReportResponse:
+    def report(
+        self, request: ReportRequest, *, idempotency_key: str | None = None
+    ) -> ReportResponse:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
-        body = self._call("POST", "/v1/outcomes", json=request.model_dump(mode="json"), headers=headers)
+        body = self._call(
+            "POST", "/v1/outcomes", json=request.model_dump(mode="json"), headers=headers
+        )
         return ReportResponse(**body)
 
     def list_lessons(self, **filters: Any) -> LessonList:
@@ -69,7 +79,9 @@ class RemoteService:
         return LessonsCreated(**self._call("POST", "/v1/lessons", json=body))
 
     def ingest_dicts(self, trajectories: list[dict[str, Any]]) -> IngestSummary:
-        return IngestSummary(**self._call("POST", "/v1/trajectories", json={"trajectories": trajectories}))
+        return IngestSummary(
+            **self._call("POST", "/v1/trajectories", json={"trajectories": trajectories})
+        )
 
     def rebuild_values(self) -> int:
         return int(self._call("POST", "/v1/admin/values/rebuild")["outcomes_replayed"])

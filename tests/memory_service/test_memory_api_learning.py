@@ -11,7 +11,9 @@ def lesson(text: str, **app) -> dict:
 
 
 POOL = [
-    lesson("Tile the convolution input into shared memory so every load is reused by the block"),  # A
+    lesson(
+        "Tile the convolution input into shared memory so every load is reused by the block"
+    ),  # A
     lesson("Unroll the filter loops of the convolution completely when the filter is small"),  # B
     lesson("Use 128 threads per block along x for the convolution kernel"),
     lesson("Let each thread compute several output pixels of the convolution in registers"),
@@ -20,7 +22,13 @@ POOL = [
 
 
 def retrieve(client, chip: str, stage: str = "draft", k: int = 5) -> dict:
-    body = {"query": QUERY, "task": {"op": "convolution"}, "context": {"chip": chip}, "stage": stage, "k": k}
+    body = {
+        "query": QUERY,
+        "task": {"op": "convolution"},
+        "context": {"chip": chip},
+        "stage": stage,
+        "k": k,
+    }
     response = client.post("/v1/retrieve", json=body)
     assert response.status_code == 200, response.text
     return response.json()
@@ -28,7 +36,10 @@ def retrieve(client, chip: str, stage: str = "draft", k: int = 5) -> dict:
 
 def report(client, retrieval: dict, used: list[str], good: bool, **extra) -> dict:
     outcome = {"compiled": True, "correct": good, **extra}
-    response = client.post("/v1/outcomes", json={"retrieval_id": retrieval["retrieval_id"], "used": used, "outcome": outcome})
+    response = client.post(
+        "/v1/outcomes",
+        json={"retrieval_id": retrieval["retrieval_id"], "used": used, "outcome": outcome},
+    )
     assert response.status_code == 200, response.text
     return response.json()
 
@@ -86,7 +97,14 @@ def test_draft_and_refine_values_are_separate(client):
     refine = by_id(retrieve(client, "a100", "refine"))[a]["breakdown"]
     assert refine["n"] == 0 and refine["value"] == 0.0
     for _ in range(3):
-        report(client, retrieve(client, "a100", "refine"), [a], good=True, latency_ms=1.0, best_before_ms=2.0)
+        report(
+            client,
+            retrieve(client, "a100", "refine"),
+            [a],
+            good=True,
+            latency_ms=1.0,
+            best_before_ms=2.0,
+        )
     values = client.get(f"/v1/lessons/{a}").json()["values"]
     draft_chip = [v for v in values if v["stage"] == "draft" and v["scope"] == "chip:a100"][0]
     refine_chip = [v for v in values if v["stage"] == "refine" and v["scope"] == "chip:a100"][0]
@@ -113,7 +131,14 @@ def test_values_rebuild_reproduces_the_table(client, service):
     a, b = seeded(client)
     for i in range(5):
         report(client, retrieve(client, "a100"), [a, b], good=i % 2 == 0)
-        report(client, retrieve(client, "mi250x", "refine"), None or [a], good=True, latency_ms=1.0 + i, best_before_ms=2.0)
+        report(
+            client,
+            retrieve(client, "mi250x", "refine"),
+            None or [a],
+            good=True,
+            latency_ms=1.0 + i,
+            best_before_ms=2.0,
+        )
     table = service.value_table()
     assert len(table) > 8
     assert client.post("/v1/admin/values/rebuild").json() == {"outcomes_replayed": 10}
@@ -134,4 +159,9 @@ def test_history_traces_values_to_outcomes(client):
     report(client, retrieve(client, "a100"), [b], good=True)
     history = client.get(f"/v1/lessons/{a}/history").json()
     assert [o["reward"] for o in history["outcomes"]] == [-1.0]
-    assert {v["scope"] for v in history["values"]} == {"chip:a100", "family:nvidia-ampere", "backend:cuda", "global"}
+    assert {v["scope"] for v in history["values"]} == {
+        "chip:a100",
+        "family:nvidia-ampere",
+        "backend:cuda",
+        "global",
+    }

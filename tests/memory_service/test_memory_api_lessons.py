@@ -11,7 +11,12 @@ def softmax_lesson(text: str, chips=("a100",), **extra) -> dict:
     return {
         "kind": "insight",
         "text": text,
-        "applicability": {"op": "softmax", "chips": list(chips), "backends": ["cuda"], "dtypes": ["bf16"]},
+        "applicability": {
+            "op": "softmax",
+            "chips": list(chips),
+            "backends": ["cuda"],
+            "dtypes": ["bf16"],
+        },
         **extra,
     }
 
@@ -25,7 +30,11 @@ def test_same_lesson_twice_is_stored_once(client):
     again = client.post("/v1/lessons", json={"lessons": [softmax_lesson(TEXT)]})
     assert again.status_code == 201
     assert first.json()["created"] == first.json()["ids"]
-    assert again.json() == {"ids": first.json()["ids"], "merged": first.json()["ids"], "created": []}
+    assert again.json() == {
+        "ids": first.json()["ids"],
+        "merged": first.json()["ids"],
+        "created": [],
+    }
     assert client.get("/v1/lessons").json()["count"] == 1
 
 
@@ -33,12 +42,18 @@ def test_near_duplicate_merges_only_with_same_applicability(client):
     original = client.post("/v1/lessons", json={"lessons": [softmax_lesson(TEXT)]}).json()["ids"][0]
     near = client.post("/v1/lessons", json={"lessons": [softmax_lesson(TEXT + ".")]}).json()
     assert near == {"ids": [original], "merged": [original], "created": []}
-    other_hint = client.post("/v1/lessons", json={"lessons": [softmax_lesson(TEXT + ".", hint={"config": {"BLOCK": 1024}})]}).json()
+    other_hint = client.post(
+        "/v1/lessons",
+        json={"lessons": [softmax_lesson(TEXT + ".", hint={"config": {"BLOCK": 1024}})]},
+    ).json()
     assert other_hint["merged"] == [], "same words, different structured hint: different knowledge"
-    elsewhere = client.post("/v1/lessons", json={"lessons": [softmax_lesson(TEXT + ".", chips=("mi250x",))]}).json()
+    elsewhere = client.post(
+        "/v1/lessons", json={"lessons": [softmax_lesson(TEXT + ".", chips=("mi250x",))]}
+    ).json()
     assert elsewhere["merged"] == [] and elsewhere["ids"] != [original]
     different = client.post(
-        "/v1/lessons", json={"lessons": [softmax_lesson("Fuse the scale into the exponent to save a multiply")]}
+        "/v1/lessons",
+        json={"lessons": [softmax_lesson("Fuse the scale into the exponent to save a multiply")]},
     ).json()
     assert different["merged"] == []
     assert client.get("/v1/lessons").json()["count"] == 4
@@ -59,8 +74,13 @@ def test_list_filters_and_paging(client):
         "num_stages above 2 does not help a bandwidth-bound softmax",
     ]
     lessons = [softmax_lesson(t) for t in texts]
-    lessons.append({"kind": "failure", "text": "GEMM with BLOCK_K=256 and 4 stages runs out of shared memory",
-                    "applicability": {"op": "gemm", "chips": ["mi250x"], "backends": ["hip"]}})
+    lessons.append(
+        {
+            "kind": "failure",
+            "text": "GEMM with BLOCK_K=256 and 4 stages runs out of shared memory",
+            "applicability": {"op": "gemm", "chips": ["mi250x"], "backends": ["hip"]},
+        }
+    )
     client.post("/v1/lessons", json={"lessons": lessons})
     page = client.get("/v1/lessons", params={"op": "softmax", "limit": 2, "offset": 2}).json()
     assert page["count"] == 5 and len(page["data"]) == 2
@@ -71,29 +91,50 @@ def test_list_filters_and_paging(client):
 
 
 def test_patch_and_archive_keep_history(client, service):
-    lesson_id = client.post("/v1/lessons", json={"lessons": [softmax_lesson(TEXT)]}).json()["ids"][0]
-    patched = client.patch(f"/v1/lessons/{lesson_id}", json={"text": TEXT + " (checked on H100 too)",
-                                                             "applicability": {"op": "softmax", "chips": ["a100", "h100"]}})
-    assert patched.status_code == 200 and patched.json()["applicability"]["chips"] == ["a100", "h100"]
+    lesson_id = client.post("/v1/lessons", json={"lessons": [softmax_lesson(TEXT)]}).json()["ids"][
+        0
+    ]
+    patched = client.patch(
+        f"/v1/lessons/{lesson_id}",
+        json={
+            "text": TEXT + " (checked on H100 too)",
+            "applicability": {"op": "softmax", "chips": ["a100", "h100"]},
+        },
+    )
+    assert patched.status_code == 200 and patched.json()["applicability"]["chips"] == [
+        "a100",
+        "h100",
+    ]
     assert client.get("/v1/lessons", params={"chip": "h100"}).json()["count"] == 1
     archived = client.delete(f"/v1/lessons/{lesson_id}")
     assert archived.status_code == 200 and archived.json()["status"] == "archived"
     assert client.get(f"/v1/lessons/{lesson_id}").json()["status"] == "archived"
     assert client.get("/v1/lessons").json()["count"] == 0
-    retrieved = client.post("/v1/retrieve", json={"query": TEXT, "stage": "draft", "context": {"chip": "a100"}}).json()
+    retrieved = client.post(
+        "/v1/retrieve", json={"query": TEXT, "stage": "draft", "context": {"chip": "a100"}}
+    ).json()
     assert lesson_id not in [item["id"] for item in retrieved["lessons"]]
     from sqlmodel import Session, select
 
     from memory_service.schema import LessonRevision
 
     with Session(service.engine) as session:
-        changes = [r.change for r in session.exec(select(LessonRevision).where(LessonRevision.lesson_id == lesson_id))]
+        changes = [
+            r.change
+            for r in session.exec(
+                select(LessonRevision).where(LessonRevision.lesson_id == lesson_id)
+            )
+        ]
     assert changes == ["edit", "archive"]
 
 
 def test_retried_report_with_idempotency_key_counts_once(client):
-    lesson_id = client.post("/v1/lessons", json={"lessons": [softmax_lesson(TEXT)]}).json()["ids"][0]
-    r = client.post("/v1/retrieve", json={"query": TEXT, "stage": "draft", "context": {"chip": "a100"}}).json()
+    lesson_id = client.post("/v1/lessons", json={"lessons": [softmax_lesson(TEXT)]}).json()["ids"][
+        0
+    ]
+    r = client.post(
+        "/v1/retrieve", json={"query": TEXT, "stage": "draft", "context": {"chip": "a100"}}
+    ).json()
     body = {"retrieval_id": r["retrieval_id"], "outcome": {"compiled": True, "correct": True}}
     first = client.post("/v1/outcomes", json=body, headers={"Idempotency-Key": "attempt-1"}).json()
     second = client.post("/v1/outcomes", json=body, headers={"Idempotency-Key": "attempt-1"}).json()
@@ -106,19 +147,45 @@ def test_restarted_service_keeps_everything(make_service, tmp_path):
     data_dir = tmp_path / "persist"
     first = make_service(data_dir)
     with TestClient(create_app(first)) as c:
-        ids = c.post("/v1/lessons", json={"lessons": [softmax_lesson(TEXT), softmax_lesson("Use num_warps=8 for rows over 8k")]}).json()["ids"]
-        r = c.post("/v1/retrieve", json={"query": TEXT, "stage": "draft", "context": {"chip": "a100"}}).json()
-        c.post("/v1/outcomes", json={"retrieval_id": r["retrieval_id"], "used": [ids[0]], "outcome": {"compiled": False}})
-        ranking = [i["id"] for i in c.post("/v1/retrieve", json={"query": TEXT, "stage": "draft", "context": {"chip": "a100"}}).json()["lessons"]]
+        ids = c.post(
+            "/v1/lessons",
+            json={
+                "lessons": [
+                    softmax_lesson(TEXT),
+                    softmax_lesson("Use num_warps=8 for rows over 8k"),
+                ]
+            },
+        ).json()["ids"]
+        r = c.post(
+            "/v1/retrieve", json={"query": TEXT, "stage": "draft", "context": {"chip": "a100"}}
+        ).json()
+        c.post(
+            "/v1/outcomes",
+            json={
+                "retrieval_id": r["retrieval_id"],
+                "used": [ids[0]],
+                "outcome": {"compiled": False},
+            },
+        )
+        ranking = [
+            i["id"]
+            for i in c.post(
+                "/v1/retrieve", json={"query": TEXT, "stage": "draft", "context": {"chip": "a100"}}
+            ).json()["lessons"]
+        ]
     counts, values = first.counts(), first.value_table()
     first.close()
     first.index = None  # the embedded Chroma directory is owned by one process at a time
 
     second = make_service(data_dir)
     assert second.value_table() == values
-    assert {k: v for k, v in second.counts().items() if k != "retrievals"} == {k: v for k, v in counts.items() if k != "retrievals"}
+    assert {k: v for k, v in second.counts().items() if k != "retrievals"} == {
+        k: v for k, v in counts.items() if k != "retrievals"
+    }
     with TestClient(create_app(second)) as c:
-        again = c.post("/v1/retrieve", json={"query": TEXT, "stage": "draft", "context": {"chip": "a100"}}).json()
+        again = c.post(
+            "/v1/retrieve", json={"query": TEXT, "stage": "draft", "context": {"chip": "a100"}}
+        ).json()
         assert [i["id"] for i in again["lessons"]] == ranking
         assert c.get(f"/v1/lessons/{ids[0]}/history").json()["outcomes"][0]["reward"] == -1.0
 
@@ -128,7 +195,11 @@ def test_upload_trajectories_over_http_is_idempotent(client):
     import json
     from pathlib import Path
 
-    lines = (Path(__file__).resolve().parents[2] / "bench/results/h200/rmsnorm.jsonl").read_text().splitlines()[:2]
+    lines = (
+        (Path(__file__).resolve().parents[2] / "bench/results/h200/rmsnorm.jsonl")
+        .read_text()
+        .splitlines()[:2]
+    )
     body = {"trajectories": [json.loads(line) for line in lines]}
     first = client.post("/v1/trajectories", json=body)
     assert first.status_code == 201, first.text

@@ -21,10 +21,21 @@ def invoke(*args: str):
 
 @pytest.mark.parametrize(
     "command",
-    [["--help"], ["serve", "--help"], ["retrieve", "--help"], ["report", "--help"],
-     ["lessons", "list", "--help"], ["lessons", "show", "--help"], ["lessons", "archive", "--help"],
-     ["values", "rebuild", "--help"], ["reindex", "--help"], ["ingest", "--help"],
-     ["bench", "ingest", "--help"], ["bench", "learning", "--help"], ["agent", "run", "--help"]],
+    [
+        ["--help"],
+        ["serve", "--help"],
+        ["retrieve", "--help"],
+        ["report", "--help"],
+        ["lessons", "list", "--help"],
+        ["lessons", "show", "--help"],
+        ["lessons", "archive", "--help"],
+        ["values", "rebuild", "--help"],
+        ["reindex", "--help"],
+        ["ingest", "--help"],
+        ["bench", "ingest", "--help"],
+        ["bench", "learning", "--help"],
+        ["agent", "run", "--help"],
+    ],
 )
 def test_every_command_has_help(command):
     result = invoke(*command)
@@ -34,13 +45,33 @@ def test_every_command_has_help(command):
 def synthetic_run(source: str, slow: float) -> TrajectoryRecord:
     """Synthetic trajectory (values invented for the test): BLOCK=256 is fastest."""
     attempts = [
-        AttemptRecord(i, {"BLOCK": block, "num_warps": warps}, latency_ms=slow * (1 + abs(block - 256) / 256) * (1 + warps / 32))
-        for i, (block, warps) in enumerate((b, w) for b in (64, 128, 256, 512, 1024) for w in (2, 4, 8))
+        AttemptRecord(
+            i,
+            {"BLOCK": block, "num_warps": warps},
+            latency_ms=slow * (1 + abs(block - 256) / 256) * (1 + warps / 32),
+        )
+        for i, (block, warps) in enumerate(
+            (b, w) for b in (64, 128, 256, 512, 1024) for w in (2, 4, 8)
+        )
     ]
-    attempts.append(AttemptRecord(len(attempts), {"BLOCK": 4096, "num_warps": 1}, compiled=False, correct=None,
-                                  error_category="compile", error="out of shared memory"))
-    return TrajectoryRecord("native", source, TaskSpec("softmax", "row_softmax", {"N": 4096}, "bf16"),
-                            ContextSpec("a100", "cuda", chip_raw="NVIDIA A100-SXM4-80GB"), attempts, synthetic=True)
+    attempts.append(
+        AttemptRecord(
+            len(attempts),
+            {"BLOCK": 4096, "num_warps": 1},
+            compiled=False,
+            correct=None,
+            error_category="compile",
+            error="out of shared memory",
+        )
+    )
+    return TrajectoryRecord(
+        "native",
+        source,
+        TaskSpec("softmax", "row_softmax", {"N": 4096}, "bf16"),
+        ContextSpec("a100", "cuda", chip_raw="NVIDIA A100-SXM4-80GB"),
+        attempts,
+        synthetic=True,
+    )
 
 
 def test_embedded_flow_ingest_retrieve_report_rebuild(tmp_path: Path):
@@ -65,7 +96,17 @@ def test_embedded_flow_ingest_retrieve_report_rebuild(tmp_path: Path):
     count = json.loads(listed.output)["count"]
     assert count >= 2
 
-    got = invoke("retrieve", "--op", "softmax", "--chip", "H200", "--query", "row softmax block size", "--json", *data)
+    got = invoke(
+        "retrieve",
+        "--op",
+        "softmax",
+        "--chip",
+        "H200",
+        "--query",
+        "row softmax block size",
+        "--json",
+        *data,
+    )
     retrieval = json.loads(got.output)
     assert retrieval["scope_chain"][0] == "chip:h200" and retrieval["lessons"]
     reported = invoke("report", retrieval["retrieval_id"], "--correct", *data)
@@ -92,5 +133,7 @@ def test_cli_errors_exit_non_zero_with_a_message(tmp_path: Path):
     assert bad_sig.exit_code != 0 and "not JSON" in bad_sig.output
     nothing = tmp_path / "empty.jsonl"
     nothing.write_text("{broken\n")
-    only_bad = invoke("ingest", str(nothing), "--quiet", "--rejects", str(tmp_path / "r.jsonl"), *data)
+    only_bad = invoke(
+        "ingest", str(nothing), "--quiet", "--rejects", str(tmp_path / "r.jsonl"), *data
+    )
     assert only_bad.exit_code == 1

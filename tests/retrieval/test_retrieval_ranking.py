@@ -5,12 +5,21 @@ import math
 import pytest
 
 from retrieval.gating import Query, exclusion_reason, gate
-from retrieval.ranking import Candidate, RankingSettings, exploration_bonus, rank, recall_size, zscores
+from retrieval.ranking import (
+    Candidate,
+    RankingSettings,
+    exploration_bonus,
+    rank,
+    recall_size,
+    zscores,
+)
 from retrieval.values import ValueEstimate
 
 
 def est(value: float, n: int = 0) -> ValueEstimate:
-    return ValueEstimate(value=value, scope="chip:x", n_local=n, n_total=n, ci_low=value - 1, ci_high=value + 1)
+    return ValueEstimate(
+        value=value, scope="chip:x", n_local=n, n_total=n, ci_low=value - 1, ci_high=value + 1
+    )
 
 
 def test_zscores_standardise_and_clip():
@@ -21,7 +30,11 @@ def test_zscores_standardise_and_clip():
 
 
 def test_lambda_zero_is_similarity_order_and_lambda_one_is_value_order():
-    cands = [Candidate("a", 0.9, est(-0.5)), Candidate("b", 0.6, est(0.8)), Candidate("c", 0.5, est(0.0))]
+    cands = [
+        Candidate("a", 0.9, est(-0.5)),
+        Candidate("b", 0.6, est(0.8)),
+        Candidate("c", 0.5, est(0.0)),
+    ]
     by_sim = rank(cands, RankingSettings(lam=0.0, k=3, exploration_c=0.0))
     by_val = rank(cands, RankingSettings(lam=1.0, k=3, exploration_c=0.0))
     assert [r.lesson_id for r in by_sim] == ["a", "b", "c"]
@@ -36,7 +49,11 @@ def test_blended_score_is_the_documented_formula():
 
 
 def test_exploration_bonus_shrinks_with_count():
-    assert exploration_bonus(0.3, 0, 10) > exploration_bonus(0.3, 5, 10) > exploration_bonus(0.3, 50, 10)
+    assert (
+        exploration_bonus(0.3, 0, 10)
+        > exploration_bonus(0.3, 5, 10)
+        > exploration_bonus(0.3, 50, 10)
+    )
     assert exploration_bonus(0.3, 0, 0) == 0.0
     assert exploration_bonus(1.0, 0, 10) == pytest.approx(math.sqrt(math.log(11)))
 
@@ -61,5 +78,7 @@ def test_gating_hard_filters():
     assert exclusion_reason({"backends": ["cuda"]}, True, q) is not None  # code for CUDA only
     assert exclusion_reason({"backends": ["cuda"]}, False, q) is None  # text travels
     assert exclusion_reason({}, True, q) is None
-    admitted = gate([("a", 0.9, {}, False), ("b", 0.05, {}, False), ("c", 0.8, {"op": "gemm"}, False)], q, 0.1)
+    admitted = gate(
+        [("a", 0.9, {}, False), ("b", 0.05, {}, False), ("c", 0.8, {"op": "gemm"}, False)], q, 0.1
+    )
     assert admitted == [("a", 0.9)]

@@ -4,7 +4,13 @@ import math
 
 import pytest
 
-from retrieval.rewards import RewardStats, draft_reward, raw_refine_reward, refine_reward, stage_reward
+from retrieval.rewards import (
+    RewardStats,
+    draft_reward,
+    raw_refine_reward,
+    refine_reward,
+    stage_reward,
+)
 
 
 def test_draft_reward_is_plus_minus_one():

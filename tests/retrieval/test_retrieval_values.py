@@ -38,7 +38,9 @@ def test_shrinkage_down_the_chain_matches_hand_computation():
 def test_without_backoff_only_the_local_scope_counts():
     stats = {"global": ScopeStats(10, 0.9, 9.0)}
     assert value_estimate(CHAIN, stats, q0=0.0, kappa=2.0, backoff=False).value == 0.0
-    assert value_estimate(CHAIN, stats, q0=0.0, kappa=2.0, backoff=True).value == pytest.approx(0.75)
+    assert value_estimate(CHAIN, stats, q0=0.0, kappa=2.0, backoff=True).value == pytest.approx(
+        0.75
+    )
 
 
 def test_interval_narrows_with_observations():
