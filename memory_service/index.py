@@ -119,7 +119,9 @@ class MemoryIndex(VectorIndex):
 class ChromaIndex(VectorIndex):
     """Chroma collection with cosine distance; embedded (path) or client of a server (url)."""
 
-    def __init__(self, path: Path | None = None, url: str | None = None):
+    def __init__(
+        self, path: Path | None = None, url: str | None = None, collection: str = COLLECTION
+    ):
         import chromadb
         from chromadb.config import Settings as ChromaSettings
 
@@ -139,11 +141,12 @@ class ChromaIndex(VectorIndex):
             self._client = chromadb.PersistentClient(path=str(path), settings=chroma_settings)
         else:
             raise ValueError("ChromaIndex needs a path (embedded) or a url (server)")
+        self._name = collection
         self._collection = self._open()
 
     def _open(self) -> Any:
         return self._client.get_or_create_collection(
-            name=COLLECTION, metadata={"hnsw:space": "cosine"}, embedding_function=None
+            name=self._name, metadata={"hnsw:space": "cosine"}, embedding_function=None
         )
 
     def upsert(self, ids: list[str], vectors: np.ndarray, metadatas: list[dict[str, Any]]) -> None:
@@ -177,21 +180,23 @@ class ChromaIndex(VectorIndex):
         return int(self._collection.count())
 
     def reset(self) -> None:
-        self._client.delete_collection(COLLECTION)
+        self._client.delete_collection(self._name)
         self._collection = self._open()
 
 
 INDEX_KINDS = ("chroma", "chroma-http", "memory")
 
 
-def create_index(kind: str, *, path: Path | None = None, url: str | None = None) -> VectorIndex:
+def create_index(
+    kind: str, *, path: Path | None = None, url: str | None = None, collection: str = COLLECTION
+) -> VectorIndex:
     """Build a vector index by name."""
     if kind == "chroma":
-        return ChromaIndex(path=path)
+        return ChromaIndex(path=path, collection=collection)
     if kind == "chroma-http":
         if not url:
             raise ValueError("index 'chroma-http' needs TUNEMEM_INDEX_URL")
-        return ChromaIndex(url=url)
+        return ChromaIndex(url=url, collection=collection)
     if kind == "memory":
         return MemoryIndex()
     raise ValueError(f"unknown index {kind!r}; valid kinds: {', '.join(INDEX_KINDS)}")

@@ -7,12 +7,14 @@ embedder, and delegates ranking and value arithmetic to the pure `retrieval` pac
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 from sqlalchemy import String, cast, func, or_
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
 import platforms
@@ -75,6 +77,7 @@ class MemoryService:
             self.settings.index,
             path=self.settings.data_dir / "chroma",
             url=self.settings.index_url,
+            collection=self.settings.index_collection,
         )
         self._write_lock = threading.RLock()
 
@@ -524,7 +527,27 @@ class MemoryService:
         idempotency_key: str | None = None,
         tenant: str | None = None,
     ) -> ReportResponse:
-        """Record an outcome, reward the credited lessons in every scope, return new values."""
+        """Record an outcome, reward the credited lessons in every scope, return new values.
+
+        With several API workers on one PostgreSQL store, two reports may race to create the
+        same value row; the loser's transaction rolls back whole and is retried.
+        """
+        for attempt in range(5):
+            try:
+                return self._report_once(request, idempotency_key=idempotency_key, tenant=tenant)
+            except (IntegrityError, OperationalError):
+                if attempt == 4:
+                    raise
+                time.sleep(0.01 * (2**attempt))
+        raise AssertionError("unreachable")
+
+    def _report_once(
+        self,
+        request: ReportRequest,
+        *,
+        idempotency_key: str | None = None,
+        tenant: str | None = None,
+    ) -> ReportResponse:
         tenant = tenant or self.settings.tenant
         with self._write_lock, Session(self.engine) as session:
             if idempotency_key:

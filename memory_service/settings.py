@@ -21,6 +21,7 @@ class Settings(BaseSettings):
     )
     index: str = Field("chroma", description="vector index kind: chroma | chroma-http | memory")
     index_url: str | None = Field(None, description="Chroma server URL for index=chroma-http")
+    index_collection: str = Field("tunemem_lessons", description="Chroma collection name")
     embedder: str = Field("minilm", description="embedder kind: minilm | hashing")
     embedding_model_path: Path | None = Field(
         None, description="sentence-transformers model folder; default the bundled MiniLM"

@@ -34,7 +34,8 @@ def compute_reward(
     min_count: int,
 ) -> float:
     """The stage reward; refine rewards update the task's running statistics in the session."""
-    row = session.get(TaskRewardStat, (tenant, task_key))
+    # FOR UPDATE serialises concurrent reports of one task across API workers (PostgreSQL).
+    row = session.get(TaskRewardStat, (tenant, task_key), with_for_update=True)
     stats = RewardStats(row.n, row.mean, row.m2) if row else RewardStats()
     feasible = is_feasible(compiled, correct, error)
     if stage == "refine":
@@ -63,9 +64,10 @@ def apply_reward(
     at: datetime,
 ) -> None:
     """Q <- Q + alpha (r - Q) for each credited lesson in every scope of the chain."""
-    for lesson_id in lesson_ids:
-        for scope in scopes:
-            row = session.get(LessonValue, (lesson_id, stage, scope))
+    # A fixed lock order (sorted) keeps concurrent workers from deadlocking.
+    for lesson_id in sorted(set(lesson_ids)):
+        for scope in sorted(scopes):
+            row = session.get(LessonValue, (lesson_id, stage, scope), with_for_update=True)
             current = ScopeStats(row.n, row.q, row.sumsq) if row else None
             updated = update_stats(current, reward, alpha, q0)
             row = row or LessonValue(lesson_id=lesson_id, stage=stage, scope=scope)
