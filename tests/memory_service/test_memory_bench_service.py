@@ -10,14 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from memory_service.bench.service import (
-    markdown,
-    percentiles,
-    request_plan,
-    run_service_bench,
-    synthetic_lessons,
-    synthetic_values,
-)
+from memory_service.bench.service import markdown, run_service_bench
+from memory_service.bench.service_load import percentiles, request_plan
+from memory_service.bench.service_store import synthetic_lessons, synthetic_values
 
 
 @pytest.fixture(scope="module")
