@@ -7,6 +7,7 @@ nothing because the service validates before it writes and writes in one transac
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, Query, Request
@@ -20,10 +21,12 @@ from prometheus_client import (
     generate_latest,
 )
 from pydantic import ValidationError
+from sqlmodel import Session
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ingest.records import TrajectoryRecord
+from memory_service.auth import authenticate, require
 from memory_service.errors import InvalidInput, ServiceError
 from memory_service.models import (
     IngestSummary,
@@ -95,6 +98,34 @@ def get_service(request: Request) -> MemoryService:
 ServiceDep = Annotated[MemoryService, Depends(get_service)]
 
 
+@dataclass(frozen=True)
+class Caller:
+    tenant: str
+    role: str
+
+
+def needs(role: str) -> Any:
+    """A dependency that authenticates the request and checks its role."""
+
+    def dependency(
+        request: Request,
+        svc: ServiceDep,
+        authorization: Annotated[str | None, Header()] = None,
+    ) -> Caller:
+        host = request.client.host if request.client else None
+        with Session(svc.engine) as session:
+            tenant, granted = authenticate(session, authorization, host, svc.settings.tenant)
+        require(role, granted)
+        return Caller(tenant, granted)
+
+    return dependency
+
+
+ReaderDep = Annotated[Caller, Depends(needs("reader"))]
+AgentDep = Annotated[Caller, Depends(needs("agent"))]
+AdminDep = Annotated[Caller, Depends(needs("admin"))]
+
+
 def create_app(service: MemoryService) -> FastAPI:
     """Build the HTTP app around one service instance."""
     app = FastAPI(
@@ -158,13 +189,14 @@ def create_app(service: MemoryService) -> FastAPI:
         )
 
     @app.post("/v1/lessons", status_code=201, response_model=LessonsCreated)
-    def add_lessons(body: LessonsCreate, svc: ServiceDep) -> LessonsCreated:
+    def add_lessons(body: LessonsCreate, svc: ServiceDep, who: AgentDep) -> LessonsCreated:
         """Add one or many lessons (idempotent by content; near-duplicates merge)."""
-        return svc.add_lessons(body.lessons)
+        return svc.add_lessons(body.lessons, tenant=who.tenant, creator=f"key:{who.role}")
 
     @app.get("/v1/lessons", response_model=LessonList)
     def list_lessons(
         svc: ServiceDep,
+        who: ReaderDep,
         kind: LessonKind | None = None,
         backend: str | None = None,
         chip: str | None = None,
@@ -184,44 +216,48 @@ def create_app(service: MemoryService) -> FastAPI:
             status=status,
             limit=limit,
             offset=offset,
+            tenant=who.tenant,
         )
 
     @app.get("/v1/lessons/{lesson_id}", response_model=LessonDetail)
-    def get_lesson(lesson_id: str, svc: ServiceDep) -> LessonDetail:
+    def get_lesson(lesson_id: str, svc: ServiceDep, who: ReaderDep) -> LessonDetail:
         """One lesson with its values per stage and scope."""
-        return svc.get_lesson(lesson_id)
+        return svc.get_lesson(lesson_id, tenant=who.tenant)
 
     @app.patch("/v1/lessons/{lesson_id}", response_model=LessonPublic)
-    def update_lesson(lesson_id: str, body: LessonUpdate, svc: ServiceDep) -> LessonPublic:
+    def update_lesson(
+        lesson_id: str, body: LessonUpdate, svc: ServiceDep, who: AdminDep
+    ) -> LessonPublic:
         """Edit a lesson's text, kind, hint or applicability (the old version is kept)."""
-        return svc.update_lesson(lesson_id, body)
+        return svc.update_lesson(lesson_id, body, tenant=who.tenant)
 
     @app.delete("/v1/lessons/{lesson_id}", response_model=LessonPublic)
-    def archive_lesson(lesson_id: str, svc: ServiceDep) -> LessonPublic:
+    def archive_lesson(lesson_id: str, svc: ServiceDep, who: AdminDep) -> LessonPublic:
         """Archive a lesson: it leaves retrieval; it and its history are kept."""
-        return svc.archive_lesson(lesson_id)
+        return svc.archive_lesson(lesson_id, tenant=who.tenant)
 
     @app.get("/v1/lessons/{lesson_id}/history", response_model=LessonHistory)
-    def lesson_history(lesson_id: str, svc: ServiceDep) -> LessonHistory:
+    def lesson_history(lesson_id: str, svc: ServiceDep, who: ReaderDep) -> LessonHistory:
         """The outcomes behind a lesson's values."""
-        return svc.lesson_history(lesson_id)
+        return svc.lesson_history(lesson_id, tenant=who.tenant)
 
     @app.post("/v1/retrieve", response_model=RetrieveResponse)
-    def retrieve(body: RetrieveRequest, svc: ServiceDep) -> RetrieveResponse:
+    def retrieve(body: RetrieveRequest, svc: ServiceDep, who: AgentDep) -> RetrieveResponse:
         """Rank lessons for a task, context and stage by similarity and learned value."""
-        return svc.retrieve(body)
+        return svc.retrieve(body, tenant=who.tenant)
 
     @app.post("/v1/outcomes", response_model=ReportResponse)
     def report(
         body: ReportRequest,
         svc: ServiceDep,
+        who: AgentDep,
         idempotency_key: Annotated[str | None, Header(max_length=128)] = None,
     ) -> ReportResponse:
         """Report an attempt's outcome; credited lessons' values are updated."""
-        return svc.report(body, idempotency_key=idempotency_key)
+        return svc.report(body, idempotency_key=idempotency_key, tenant=who.tenant)
 
     @app.post("/v1/trajectories", status_code=201, response_model=IngestSummary)
-    def upload_trajectories(body: TrajectoriesIn, svc: ServiceDep) -> IngestSummary:
+    def upload_trajectories(body: TrajectoriesIn, svc: ServiceDep, who: AgentDep) -> IngestSummary:
         """Upload whole runs in the native trajectory format; lessons are distilled from them."""
         records = []
         for position, raw in enumerate(body.trajectories):
@@ -231,15 +267,15 @@ def create_app(service: MemoryService) -> FastAPI:
                 raise InvalidInput(
                     f"trajectories[{position}]: {exc!r}", code="invalid_trajectory"
                 ) from exc
-        return svc.ingest(records)
+        return svc.ingest(records, tenant=who.tenant)
 
     @app.post("/v1/admin/values/rebuild")
-    def rebuild_values(svc: ServiceDep) -> dict[str, int]:
+    def rebuild_values(svc: ServiceDep, who: AdminDep) -> dict[str, int]:
         """Recompute every lesson value from the append-only outcome log."""
         return {"outcomes_replayed": svc.rebuild_values()}
 
     @app.post("/v1/admin/reindex")
-    def reindex(svc: ServiceDep) -> dict[str, int]:
+    def reindex(svc: ServiceDep, who: AdminDep) -> dict[str, int]:
         """Rebuild the vector index from the SQL store."""
         return {"lessons_indexed": svc.reindex()}
 

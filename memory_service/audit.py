@@ -215,7 +215,9 @@ def _recorded_spaces(session: Session, op: str | None, tenant: str) -> list[_Rec
             continue
         row = trajectories[trajectory_id]
         spaces.append(
-            _RecordedSpace(trajectory_id, row.chip, row.backend, row.op, keys[trajectory_id], recorded)
+            _RecordedSpace(
+                trajectory_id, row.chip, row.backend, row.op, keys[trajectory_id], recorded
+            )
         )
     return spaces
 

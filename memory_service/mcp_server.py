@@ -4,14 +4,13 @@
 (a running tunemem server reached over HTTP) in an `mcp.server.mcpserver.MCPServer` whose
 tools are thin adapters: they build the same request models the HTTP API takes, call the
 facade, and return its response models as structured output. A `ServiceError` becomes an MCP
-tool error (`is_error=True`) whose text is `"<code>: <message>"`, so an agent sees the same
+tool error (`is_error=True`) whose text carries `"<code>: <message>"`, so an agent sees the same
 stable code the HTTP API would send. Tool docstrings become the tool descriptions an LLM
 reads, so they say when to call the tool and what to do with its answer.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any, Literal, Protocol
@@ -21,6 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
+from memory_service.audit import transfer_audit
 from memory_service.errors import ServiceError
 from memory_service.models import (
     Applicability,
@@ -36,6 +36,7 @@ from memory_service.models import (
     RetrieveResponse,
     Stage,
 )
+from memory_service.routes_audit import TransferAuditPublic, public_audit
 
 SERVER_NAME = "tunemem"
 TRANSPORTS = ("stdio", "streamable-http")
@@ -54,9 +55,8 @@ The loop, once per kernel attempt:
 3. When you find something reusable (a configuration that won, a cause of failure, an API
    detail), call `add_lesson` with precise applicability so it reaches the right tasks.
 
-Lessons of kind "failure" come back as warnings: things to avoid, not to do.
-Errors come back as tool errors whose text starts with a stable code, e.g.
-"retrieval_not_found: ...".
+Lessons of kind "failure" come back as warnings: things to avoid, not to do. Errors are tool
+errors whose text carries a stable code, e.g. "retrieval_not_found: no retrieval with id ...".
 """
 
 
@@ -104,12 +104,21 @@ def service_errors() -> Iterator[None]:
         raise ToolError(f"invalid_input: {problems}") from exc
 
 
-def audit_available() -> bool:
-    """Whether the transfer audit module exists in this installation."""
-    return importlib.util.find_spec("memory_service.audit") is not None
-
-
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+
+def audit_of(service: LessonMemory, params: dict[str, Any]) -> TransferAuditPublic:
+    """The transfer audit computed on the embedded store, or fetched from the server."""
+    if not hasattr(service, "engine"):  # a RemoteService: the server computes it
+        query = {
+            key: ",".join(value) if isinstance(value, list) else value
+            for key, value in params.items()
+            if value is not None
+        }
+        # RemoteService has no audit method yet; its request helper keeps the error codes.
+        body = service._call("GET", "/v1/audit/transfer", params=query)  # type: ignore[attr-defined]
+        return TransferAuditPublic.model_validate(body)
+    return public_audit(transfer_audit(service, **params))  # type: ignore[arg-type]
 
 
 def build_mcp_server(service: LessonMemory, *, name: str = SERVER_NAME) -> MCPServer:
@@ -332,21 +341,47 @@ def build_mcp_server(service: LessonMemory, *, name: str = SERVER_NAME) -> MCPSe
         with service_errors():
             return service.lesson_history(lesson_id)
 
+    def audit_transfer(
+        level: Annotated[
+            Literal["chip", "backend"], Field(description="compare chips or backends")
+        ] = "chip",
+        chips: Annotated[
+            list[str] | None, Field(description="chips to compare (level chip); default all")
+        ] = None,
+        backends: Annotated[
+            list[str] | None, Field(description="backends to compare (level backend)")
+        ] = None,
+        op: Annotated[str | None, Field(description="only this operator family")] = None,
+        stage: Annotated[Stage, Field(description="whose values are compared")] = "draft",
+        min_n: Annotated[
+            int, Field(ge=1, description="outcomes a lesson needs on a chip to count there")
+        ] = 1,
+    ) -> TransferAuditPublic:
+        """Which lessons carry over from one chip (or backend) to another.
+
+        For every ordered pair (source, target) of scopes: the lessons with outcomes on
+        both and their values (Q) on each, the rank correlation of those values
+        (`spearman`), the share judged alike, `helped_source_hurt_target` (lessons to
+        distrust on the target), and, where recorded search spaces exist, the fraction of
+        the target's optimum that source configurations reach. `lessons` maps the ids
+        mentioned to their text. Use it to decide how far to trust lessons learned elsewhere.
+        """
+        params = dict(level=level, chips=chips, backends=backends, op=op, stage=stage)
+        with service_errors():
+            return audit_of(service, {**params, "min_n": min_n})
+
     server.add_tool(retrieve_lessons, title="Retrieve lessons")
     server.add_tool(report_outcome, title="Report an attempt's outcome")
     server.add_tool(add_lesson, title="Add a lesson")
     server.add_tool(list_lessons, title="List lessons", annotations=READ_ONLY)
     server.add_tool(get_lesson, title="Show a lesson", annotations=READ_ONLY)
     server.add_tool(lesson_history, title="A lesson's outcome history", annotations=READ_ONLY)
+    server.add_tool(audit_transfer, title="Transfer audit", annotations=READ_ONLY)
     return server
 
 
 def run_mcp_server(
-    service: LessonMemory,
-    transport: str = "stdio",
-    *,
-    host: str = "127.0.0.1",
-    port: int = 8765,
+    service: LessonMemory, transport: str = "stdio", *, host: str = "127.0.0.1", port: int = 8765
 ) -> None:
     """Serve the tools over stdio (default) or streamable HTTP at http://host:port/mcp."""
     if transport not in TRANSPORTS:

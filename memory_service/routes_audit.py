@@ -103,7 +103,9 @@ router = APIRouter(tags=["audit"])
 @router.get(
     "/v1/audit/transfer",
     response_model=TransferAuditPublic,
-    responses={200: {"content": {"text/html": {}}, "description": "JSON, or HTML with format=html"}},
+    responses={
+        200: {"content": {"text/html": {}}, "description": "JSON, or HTML with format=html"}
+    },
 )
 def audit_transfer(
     svc: Annotated[MemoryService, Depends(_service)],

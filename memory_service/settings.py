@@ -27,6 +27,10 @@ class Settings(BaseSettings):
         None, description="sentence-transformers model folder; default the bundled MiniLM"
     )
     tenant: str = Field("default", description="tenant used when a request names none")
+    api_key: str | None = Field(None, description="bearer key the CLI sends with --url")
+    llm_url: str | None = Field(None, description="OpenAI-compatible endpoint for the LLM proposer")
+    llm_model: str | None = Field(None, description="model name for the LLM proposer")
+    llm_api_key: str | None = Field(None, description="key for the LLM endpoint")
     seed_samples: bool = Field(False, description="ingest the bundled sample data on first start")
 
     # Ranking (DESIGN section 4); echoed in every retrieval response.

@@ -6,7 +6,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel, create_engine
 
-from memory_service import schema  # noqa: F401  (registers the tables)
+from memory_service import auth, schema  # noqa: F401  (registers the tables)
 
 
 def create_store_engine(url: str) -> Engine:

@@ -58,11 +58,15 @@ def discover(paths: list[Path]) -> dict[str, dict[str, Chip]]:
     """Kernel Tuner caches under `paths`, grouped by op then chip (other files are skipped)."""
     found: dict[str, dict[str, Chip]] = {}
     for root in paths:
-        files = [root] if root.is_file() else sorted(
-            Path(folder) / name
-            for folder, _, names in os.walk(root, followlinks=True)
-            for name in names
-            if name.endswith((".json", ".json.gz"))
+        files = (
+            [root]
+            if root.is_file()
+            else sorted(
+                Path(folder) / name
+                for folder, _, names in os.walk(root, followlinks=True)
+                for name in names
+                if name.endswith((".json", ".json.gz"))
+            )
         )
         for path in files:
             try:
@@ -126,16 +130,23 @@ def fractions(curve: list[float | None], optimum: float, budget: int) -> list[fl
 
 
 def run_arm(
-    arm: str, target: Chip, sources: list[Chip], seed: int, budget: int, k: int,
-    service_settings: dict[str, Any], embedder: Any = None,
+    arm: str,
+    target: Chip,
+    sources: list[Chip],
+    seed: int,
+    budget: int,
+    k: int,
+    service_settings: dict[str, Any],
+    embedder: Any = None,
 ) -> dict[str, Any]:
     """One (arm, seed) on one target: source runs to gather values, then the target run."""
     options = ARMS[arm]
     tag = f"{target.recording.task.op}-{target.chip}-{arm}-{seed}"
     if options is None:
         proposer = create_proposer("random")
-        result = run_graph(ReplayRunner(recording=target.recording), proposer, None, budget,
-                           run_id=tag, seed=seed)
+        result = run_graph(
+            ReplayRunner(recording=target.recording), proposer, None, budget, run_id=tag, seed=seed
+        )
         return {"curve": [a["latency_ms"] for a in result.attempts], "origins": []}
     live = LiveService(service_settings, embedder)
     try:
@@ -143,11 +154,22 @@ def run_arm(
         with MemoryClient(live.url) as client:
             settings = {"seed": seed, "k": k, "widen_k": WIDEN_K, "options": options}
             for i, source in enumerate(sources):
-                run_graph(ReplayRunner(recording=source.recording), create_proposer("structured"),
-                          client, budget, run_id=f"{tag}-src{i}", **settings)
-            result = run_graph(ReplayRunner(recording=target.recording),
-                               create_proposer("structured"), client, budget, run_id=tag,
-                               **settings)
+                run_graph(
+                    ReplayRunner(recording=source.recording),
+                    create_proposer("structured"),
+                    client,
+                    budget,
+                    run_id=f"{tag}-src{i}",
+                    **settings,
+                )
+            result = run_graph(
+                ReplayRunner(recording=target.recording),
+                create_proposer("structured"),
+                client,
+                budget,
+                run_id=tag,
+                **settings,
+            )
     finally:
         live.close()
     return {
@@ -274,12 +296,23 @@ def run_learning_bench(
                 ]
                 per_arm[arm] = summarise(runs, optimum, budget)
                 per_arm[arm]["origins"] = [r["origins"] for r in runs]
-                log(f"{op}/{target_id} {arm}: " + ", ".join(
-                    f"@{m} {per_arm[arm]['fraction_at'][str(m)]['mean']:.3f}" for m in MILESTONES
-                ) + f" ({time.time() - started:.0f}s)")
+                log(
+                    f"{op}/{target_id} {arm}: "
+                    + ", ".join(
+                        f"@{m} {per_arm[arm]['fraction_at'][str(m)]['mean']:.3f}"
+                        for m in MILESTONES
+                    )
+                    + f" ({time.time() - started:.0f}s)"
+                )
             transfer = naive_transfer(target, srcs)
-            entry = {"op": op, "target": target_id, "sources": [s.chip for s in srcs],
-                     "optimum_ms": optimum, "arms": per_arm, "naive_transfer": transfer}
+            entry = {
+                "op": op,
+                "target": target_id,
+                "sources": [s.chip for s in srcs],
+                "optimum_ms": optimum,
+                "arms": per_arm,
+                "naive_transfer": transfer,
+            }
             if {"value_backoff", "similarity"} <= set(per_arm):
                 entry["goals"] = goals(per_arm, transfer, budget)
             results[f"{op}/{target_id}"] = entry
@@ -293,8 +326,11 @@ def run_learning_bench(
         "k": k,
         "arms": {a: ARMS[a] for a in arms},
         "service_settings": SERVICE_SETTINGS,
-        "machine": {"node": platform.node(), "python": platform.python_version(),
-                    "processor": platform.processor() or platform.machine()},
+        "machine": {
+            "node": platform.node(),
+            "python": platform.python_version(),
+            "processor": platform.processor() or platform.machine(),
+        },
         "elapsed_s": round(time.time() - started, 1),
         "targets": results,
         "average": _average(results, arms),
@@ -358,7 +394,8 @@ def write_markdown(report: dict[str, Any], path: Path) -> None:
                 for m in marks
             ]
             lines.append(
-                f"| {key} | {arm} | " + " | ".join(cells)
+                f"| {key} | {arm} | "
+                + " | ".join(cells)
                 + f" | {_fmt_hits(s['attempts_to_90'], budget)}"
                 f" | {_fmt_hits(s['attempts_to_95'], budget)}"
                 f" | {s['first_attempt_feasible']:.2f} |"
@@ -412,7 +449,7 @@ def write_plot(report: dict[str, Any], path: Path) -> None:
         ax.set_ylim(0, 1.02)
         ax.set_xlabel("attempts")
         ax.set_ylabel("fraction of optimum")
-    for ax in list(axes.flat)[len(entries):]:
+    for ax in list(axes.flat)[len(entries) :]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7, loc="lower right")
     fig.tight_layout()

@@ -51,7 +51,7 @@ def open_service(url: str | None, data_dir: Path | None = None) -> Any:
     if url:
         from memory_service.cli.remote import RemoteService
 
-        return RemoteService(url)
+        return RemoteService(url, api_key=settings_for(data_dir).api_key)
     from memory_service.service import MemoryService
 
     return MemoryService(settings_for(data_dir))
@@ -336,10 +336,11 @@ def reindex(url: UrlOpt = None, data_dir: DataDirOpt = None) -> None:
 
 def _register_optional() -> None:
     """Commands whose modules live beside this one."""
-    from memory_service.cli import bench, ingest_cmd
+    from memory_service.cli import bench, ingest_cmd, keys_cmd
 
     app.command(name="ingest")(ingest_cmd.ingest)
     app.add_typer(bench.bench_app, name="bench")
+    app.add_typer(keys_cmd.keys_app, name="keys")
     try:
         from memory_service.cli import agent_cmd
     except ImportError:  # pragma: no cover - agent extras missing

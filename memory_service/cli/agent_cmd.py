@@ -38,12 +38,16 @@ def agent_run(
     llm_url: Annotated[
         str | None, typer.Option(help="OpenAI-compatible endpoint for --proposer llm")
     ] = None,
-    llm_model: Annotated[str | None, typer.Option()] = None,
+    llm_model: Annotated[
+        str | None, typer.Option(help="model name (TUNEMEM_LLM_MODEL); key: TUNEMEM_LLM_API_KEY")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Tune a recorded task; prints each attempt, the lessons it used and their values."""
     from agent_client.run import format_attempt, run_agent
+    from memory_service.cli import settings_for
 
+    settings = settings_for()
     if not task.exists():
         fail(f"no such task file or folder: {task}")
     try:
@@ -58,8 +62,10 @@ def agent_run(
             plateau=plateau,
             run_id=run_id,
             checkpoint=checkpoint,
-            llm_url=llm_url,
-            llm_model=llm_model,
+            api_key=settings.api_key,
+            llm_url=llm_url or settings.llm_url,
+            llm_model=llm_model or settings.llm_model,
+            llm_api_key=settings.llm_api_key,
             on_attempt=None if as_json else (lambda entry: console.print(format_attempt(entry))),
         )
     except ValueError as exc:
