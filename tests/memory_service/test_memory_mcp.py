@@ -27,6 +27,7 @@ EXPECTED_TOOLS = {
     "list_lessons",
     "get_lesson",
     "lesson_history",
+    "audit_transfer",
 }
 
 # Synthetic lessons, written for these tests.
@@ -241,6 +242,81 @@ def test_stdio_subprocess_session(tmp_path):
 
     run_session(params, scenario)
     assert (data_dir / "tunemem.db").exists()
+
+
+SOFTMAX_PAIR = [
+    {
+        "kind": "insight",
+        "text": "Row softmax: load the whole row in one block and reduce max and sum in registers",
+        "applicability": {"op": "softmax"},
+    },
+    {
+        "kind": "insight",
+        "text": "Row softmax: split long rows across programs and combine partial sums "
+        "with atomics",
+        "applicability": {"op": "softmax"},
+    },
+]
+
+
+async def credit(client: Client, chip: str, lesson_id: str, feasible: bool) -> None:
+    """One draft retrieval on `chip` and a report that credits only `lesson_id`."""
+    found = await client.call_tool(
+        "retrieve_lessons", {"stage": "draft", "op": "softmax", "chip": chip, "k": 2}
+    )
+    body = found.structured_content
+    assert lesson_id in [lesson["id"] for lesson in body["lessons"]]
+    reported = await client.call_tool(
+        "report_outcome",
+        {
+            "retrieval_id": body["retrieval_id"],
+            "compiled": feasible,
+            "correct": feasible,
+            "used": [lesson_id],
+        },
+    )
+    assert not reported.is_error, reported
+
+
+async def audit_scenario(client: Client) -> None:
+    """Both lessons help on the H200; the split-row one fails on the A100: the audit says so."""
+    added = await client.call_tool("add_lesson", SOFTMAX_PAIR[0])
+    whole_row = added.structured_content["ids"][0]
+    added = await client.call_tool("add_lesson", SOFTMAX_PAIR[1])
+    split_row = added.structured_content["ids"][0]
+    for lesson_id in (whole_row, split_row):
+        await credit(client, "H200", lesson_id, feasible=True)
+    await credit(client, "A100", whole_row, feasible=True)
+    await credit(client, "A100", split_row, feasible=False)
+
+    audited = await client.call_tool(
+        "audit_transfer", {"level": "chip", "chips": ["h200", "a100"], "op": "softmax"}
+    )
+    assert not audited.is_error, audited
+    audit = audited.structured_content
+    assert set(audit["scopes"]) == {"h200", "a100"}
+    pair = next(p for p in audit["pairs"] if p["source"] == "h200" and p["target"] == "a100")
+    assert pair["n_common"] == 2
+    assert [item["lesson_id"] for item in pair["helped_source_hurt_target"]] == [split_row]
+    assert audit["lessons"][split_row]["text"] == SOFTMAX_PAIR[1]["text"]
+
+    bad = await client.call_tool("audit_transfer", {"level": "chip", "chips": ["no-such-gpu"]})
+    assert bad.is_error
+
+
+def test_audit_transfer_tool_on_the_embedded_store(make_service):
+    run_session(build_mcp_server(make_service()), audit_scenario)
+
+
+def test_audit_transfer_tool_through_a_server(client):
+    from memory_service.cli.remote import RemoteService
+    from memory_service.routes_audit import router
+
+    if not any(getattr(r, "path", "") == "/v1/audit/transfer" for r in client.app.routes):
+        client.app.include_router(router)  # until api.py mounts the audit route itself
+    remote = RemoteService("http://testserver")
+    remote._client = client
+    run_session(build_mcp_server(remote), audit_scenario)
 
 
 @pytest.mark.parametrize("transport", ["sse", "websocket"])
