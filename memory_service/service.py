@@ -10,6 +10,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -740,6 +741,18 @@ class MemoryService:
                     ("values", LessonValue),
                 )
             }
+
+    def export(self, path: Path, *, tenant: str | None = None) -> dict[str, int]:
+        """Write the tenant's lessons, runs, retrievals and outcome log to a JSONL bundle."""
+        from memory_service.transfer_io import export_bundle
+
+        return export_bundle(self, path, tenant or self.settings.tenant)
+
+    def import_bundle(self, path: Path, *, tenant: str | None = None) -> dict[str, int]:
+        """Load a bundle written by `export` (idempotent); values are rebuilt from its log."""
+        from memory_service.transfer_io import import_bundle
+
+        return import_bundle(self, path, tenant or self.settings.tenant)
 
     # ------------------------------------------------------------------ ingest
     def ingest(

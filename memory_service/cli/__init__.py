@@ -334,6 +334,28 @@ def reindex(url: UrlOpt = None, data_dir: DataDirOpt = None) -> None:
     console.print(f"indexed {n} lessons")
 
 
+@app.command("export")
+def export_cmd(
+    path: Annotated[Path, typer.Argument(help="bundle to write (.jsonl or .jsonl.gz)")],
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Export lessons, runs, retrievals and the outcome log of the embedded store."""
+    counts = run_guarded(lambda: open_service(None, data_dir).export(path))
+    console.print(f"exported {counts} to {path}")
+
+
+@app.command("import")
+def import_cmd(
+    path: Annotated[Path, typer.Argument(help="bundle written by `tunemem export`")],
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Import a bundle into the embedded store (idempotent); values are rebuilt from its log."""
+    if not path.exists():
+        fail(f"no such file: {path}")
+    counts = run_guarded(lambda: open_service(None, data_dir).import_bundle(path))
+    console.print(f"imported {counts}")
+
+
 def _register_optional() -> None:
     """Commands whose modules live beside this one."""
     from memory_service.cli import bench, ingest_cmd, keys_cmd
