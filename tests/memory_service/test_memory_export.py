@@ -19,6 +19,7 @@ LESSONS = [
         applicability={"op": "rmsnorm", "chips": ["h200"], "backends": ["cuda"]},
     ),
 ]
+HEADER = '{"kind": "header", "version": 1, "tenant": "default"}\n'
 ASK = RetrieveRequest(
     query="rmsnorm rows", task={"op": "rmsnorm"}, context={"chip": "h100"}, stage="draft"
 )
@@ -58,7 +59,7 @@ def test_bad_bundle_changes_nothing(make_service, tmp_path):
     service.add_lessons(LESSONS[:1])
     bad = tmp_path / "bad.jsonl"
     bad.write_text(
-        '{"kind": "header", "version": 1, "tenant": "default"}\n{"kind": "lesson", "data": {"id": "x"}}\n{oops\n'
+        HEADER + '{"kind": "lesson", "data": {"id": "x"}}\n{oops\n'
     )
     before = service.counts()
     with pytest.raises(InvalidInput):
@@ -66,7 +67,7 @@ def test_bad_bundle_changes_nothing(make_service, tmp_path):
     assert service.counts() == before
     invalid = tmp_path / "invalid.jsonl"
     invalid.write_text(
-        '{"kind": "header", "version": 1, "tenant": "default"}\n{"kind": "lesson", "data": {"id": "x"}}\n'
+        HEADER + '{"kind": "lesson", "data": {"id": "x"}}\n'
     )
     with pytest.raises(InvalidInput):
         service.import_bundle(invalid)
