@@ -11,6 +11,7 @@ reads, so they say when to call the tool and what to do with its answer.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any, Literal, Protocol
@@ -141,26 +142,19 @@ def build_mcp_server(service: LessonMemory, *, name: str = SERVER_NAME) -> MCPSe
             str | None,
             Field(description="target chip as you know it, e.g. H200, A100, MI300X, Ascend 910B"),
         ] = None,
-        query: Annotated[
-            str,
-            Field(description="free text: what you are about to try or what went wrong"),
-        ] = "",
+        query: Annotated[str, Field(description="free text: what you try or what failed")] = "",
         signature: Annotated[
             dict[str, Any] | None,
             Field(description='problem sizes and layout, e.g. {"M": 4096, "N": 4096}'),
         ] = None,
         dtype: Annotated[str | None, Field(description="e.g. bf16, fp16, fp32")] = None,
-        model: Annotated[
-            str | None, Field(description="the model the kernel serves, if any")
-        ] = None,
+        model: Annotated[str | None, Field(description="the model served, if any")] = None,
         scenario: Annotated[str | None, Field(description="prefill, decode, training ...")] = None,
         backend: Annotated[
             str | None,
             Field(description="e.g. cuda, hip, ascend, cpu; only needed when no chip is given"),
         ] = None,
-        k: Annotated[
-            int | None, Field(ge=1, le=100, description="lessons to return (default 3)")
-        ] = None,
+        k: Annotated[int | None, Field(ge=1, le=100, description="lessons to return")] = None,
     ) -> RetrieveResponse:
         """Get the lessons worth reading before your next kernel attempt.
 
@@ -265,9 +259,7 @@ def build_mcp_server(service: LessonMemory, *, name: str = SERVER_NAME) -> MCPSe
             dict[str, Any] | None,
             Field(description='structured parameters to try, e.g. {"BLOCK_SIZE": 1024}'),
         ] = None,
-        code: Annotated[
-            str | None, Field(description="kernel source, for exemplar lessons")
-        ] = None,
+        code: Annotated[str | None, Field(description="kernel source (exemplars)")] = None,
     ) -> LessonsCreated:
         """Store a lesson you learned, so later attempts (yours or other agents') can use it.
 
@@ -277,23 +269,16 @@ def build_mcp_server(service: LessonMemory, *, name: str = SERVER_NAME) -> MCPSe
         lesson was observed (op, chip, dtype); the memory itself learns how far it carries.
         """
         with service_errors():
-            lesson = LessonCreate(
-                kind=kind,
-                text=text,
-                applicability=applicability or Applicability(),
-                hint=hint,
-                code=code,
-                provenance={"source": "mcp"},
-            )
+            where = applicability or Applicability()
+            lesson = LessonCreate(kind=kind, text=text, applicability=where, hint=hint, code=code)
+            lesson.provenance = {"source": "mcp"}
             return service.add_lessons([lesson])
 
     def list_lessons(
         kind: Annotated[LessonKind | None, Field(description="only this kind")] = None,
         op: Annotated[str | None, Field(description="only lessons for this operator")] = None,
         chip: Annotated[str | None, Field(description="only lessons naming this chip")] = None,
-        backend: Annotated[
-            str | None, Field(description="lessons for this backend (or any backend)")
-        ] = None,
+        backend: Annotated[str | None, Field(description="this backend or any")] = None,
         q: Annotated[str | None, Field(description="text contains (case-insensitive)")] = None,
         status: Annotated[
             Literal["active", "archived", "all"], Field(description="lesson status")
@@ -380,12 +365,29 @@ def build_mcp_server(service: LessonMemory, *, name: str = SERVER_NAME) -> MCPSe
     return server
 
 
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def run_mcp_server(
     service: LessonMemory, transport: str = "stdio", *, host: str = "127.0.0.1", port: int = 8765
 ) -> None:
-    """Serve the tools over stdio (default) or streamable HTTP at http://host:port/mcp."""
+    """Serve the tools over stdio (default) or streamable HTTP at http://host:port/mcp.
+
+    The HTTP endpoint checks no keys, so, like a keyless store, it binds loopback only.
+    """
     if transport not in TRANSPORTS:
         raise ValueError(f"unknown transport {transport!r}; valid: {', '.join(TRANSPORTS)}")
+    if transport == "streamable-http" and not is_loopback(host):
+        raise ValueError(
+            f"the MCP HTTP endpoint has no keys: bind it to loopback, not {host!r}; for remote "
+            "agents run `tunemem serve` with keys and `tunemem mcp --url` beside each agent"
+        )
     server = build_mcp_server(service)
     if transport == "stdio":
         server.run("stdio")

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from memory_service.cli import DataDirOpt, UrlOpt, err, fail, open_service
-from memory_service.mcp_server import TRANSPORTS, run_mcp_server
+from memory_service.mcp_server import TRANSPORTS, is_loopback, run_mcp_server
 
 
 def mcp(
@@ -22,7 +22,9 @@ def mcp(
     transport: Annotated[
         str, typer.Option(help="stdio (launched by the MCP client) or streamable-http")
     ] = "stdio",
-    host: Annotated[str, typer.Option(help="bind address for streamable-http")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option(help="bind address for streamable-http (loopback only: no keys)")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port for streamable-http")] = 8765,
     api_key: Annotated[
         str | None, typer.Option("--api-key", help="bearer key for the server given --url")
@@ -31,6 +33,8 @@ def mcp(
     """Serve retrieve_lessons, report_outcome, add_lesson ... as MCP tools."""
     if transport not in TRANSPORTS:
         fail(f"unknown transport {transport!r}; valid: {', '.join(TRANSPORTS)}")
+    if transport == "streamable-http" and not is_loopback(host):
+        fail(f"the MCP HTTP endpoint has no keys; bind it to loopback (127.0.0.1), not {host}")
     if url and api_key:
         from memory_service.cli.remote import RemoteService
 

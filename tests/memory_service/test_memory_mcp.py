@@ -325,3 +325,12 @@ def test_unknown_transport_is_refused(transport, make_service):
 
     with pytest.raises(ValueError, match="streamable-http"):
         run_mcp_server(make_service(), transport)
+
+
+def test_http_transport_binds_loopback_only(make_service):
+    from memory_service.mcp_server import is_loopback, run_mcp_server
+
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("example.org")
+    with pytest.raises(ValueError, match="loopback"):
+        run_mcp_server(make_service(), "streamable-http", host="0.0.0.0")
