@@ -34,6 +34,14 @@ class AgentContext:
     options: dict[str, Any] | None = field(
         default=None, metadata={"description": "per-request ranking overrides (lam, backoff, ...)"}
     )
+    hidden_chips: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "description": "chips whose own lessons the proposer is not shown (a benchmark's "
+            "source runs: tuning a chip already in memory with its own exemplars would teach "
+            "values about that chip, not about transfer)"
+        },
+    )
     plateau: int | None = field(
         default=None,
         metadata={"description": "stop after this many attempts without improvement"},

@@ -38,6 +38,18 @@ def query_text(task: dict[str, Any], stage: str, params: list[str]) -> str:
     )
 
 
+def visible(lessons: list[RetrievedLesson], hidden_chips: tuple[str, ...]) -> list[RetrievedLesson]:
+    """The lessons the proposer may see: all but those recorded only on a hidden chip."""
+    if not hidden_chips:
+        return list(lessons)
+    hidden = set(hidden_chips)
+    return [
+        lesson
+        for lesson in lessons
+        if not (lesson.applicability.get("chips") and set(lesson.applicability["chips"]) <= hidden)
+    ]
+
+
 def recall(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     ctx = runtime.context
     if ctx.client is None:
@@ -65,10 +77,10 @@ def recall(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     if ctx.widen_k > ctx.k and not any(
         isinstance((lesson.hint or {}).get("config"), dict)
         and tuple(lesson.hint["config"].get(p) for p in space) not in tried  # type: ignore[index]
-        for lesson in retrieval.lessons
+        for lesson in visible(retrieval.lessons, ctx.hidden_chips)
     ):
         retrieval = ask(ctx.widen_k)
-    lessons = [lesson.to_json() for lesson in retrieval.lessons]
+    lessons = [lesson.to_json() for lesson in visible(retrieval.lessons, ctx.hidden_chips)]
     return {
         "retrieval": {
             "retrieval_id": retrieval.retrieval_id,

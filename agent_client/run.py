@@ -131,13 +131,19 @@ def run_graph(
     k: int = 3,
     widen_k: int = 10,
     options: dict[str, Any] | None = None,
+    hidden_chips: tuple[str, ...] = (),
     plateau: int | None = None,
     write_back: bool = False,
     checkpoint: Path | None = None,
     on_attempt: Callable[[dict[str, Any]], None] | None = None,
     chip: str | None = None,
 ) -> AgentRunResult:
-    """Run (or resume, with a checkpoint and the same run id) the agent on a built runner."""
+    """Run (or resume, with a checkpoint and the same run id) the agent on a built runner.
+
+    `hidden_chips`: lessons recorded only on these chips are not shown to the proposer (and so
+    never credited); a benchmark's source runs hide their own chip so that what they teach the
+    memory is how other chips' lessons carry over.
+    """
     run_id = run_id or uuid.uuid4().hex
     task = describe(runner, chip)
     context = AgentContext(
@@ -147,6 +153,7 @@ def run_graph(
         k=k,
         widen_k=widen_k,
         options=options,
+        hidden_chips=tuple(hidden_chips),
         plateau=plateau,
         write_back=write_back,
         on_attempt=on_attempt,

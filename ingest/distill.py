@@ -43,19 +43,32 @@ MAX_FAILURES = 4
 # (slowest / fastest) reaches the minimum: otherwise the "best" is measurement noise.
 SMALL_TRAJECTORY = 5
 SMALL_TRAJECTORY_MIN_SPREAD = 1.2
+# Exemplars per trajectory when the caller does not fix them: a few for small searches, more
+# for large spaces, where the configurations that carry over to other chips are often not the
+# three fastest on the source (convolution on A4000 is reached at 0.99 by MI250X's sixth to
+# ninth fastest). sqrt(n_valid) / 6 gives 3 at 324 valid configurations and the cap of 10
+# from about 3,600 on.
+MIN_EXEMPLARS = 3
+MAX_EXEMPLARS = 10
+
+
+def exemplar_count(n_valid: int) -> int:
+    """How many exemplars to emit for a trajectory with `n_valid` valid attempts."""
+    return max(MIN_EXEMPLARS, min(MAX_EXEMPLARS, int(np.sqrt(max(n_valid, 0)) / 6)))
 
 LLMDistiller = Callable[[TrajectoryRecord, list[LessonDraft]], list[LessonDraft]]
 
 
 def distill(
-    traj: TrajectoryRecord, *, top_k: int = 3, llm: LLMDistiller | None = None
+    traj: TrajectoryRecord, *, top_k: int | None = None, llm: LLMDistiller | None = None
 ) -> list[LessonDraft]:
     """Lessons of one trajectory: exemplars, then parameter effects, then failures.
 
     Args:
         traj: a trajectory from any reader.
-        top_k: the most exemplars to emit (fewer for tiny trajectories: at most half the
-            valid attempts, at least one).
+        top_k: the most exemplars to emit; None scales it with the valid attempts
+            (`exemplar_count`: 3 for small searches up to 10 for large spaces). Tiny
+            trajectories give fewer: at most half the valid attempts, at least one.
         llm: optional extra distiller, given the trajectory and the deterministic drafts,
             returning extra drafts to append. None (the default) keeps distillation
             deterministic and offline.
@@ -130,7 +143,7 @@ class _TrajectoryView:
 
     # -- exemplars -------------------------------------------------------------------------
 
-    def exemplars(self, top_k: int) -> list[LessonDraft]:
+    def exemplars(self, top_k: int | None) -> list[LessonDraft]:
         if self.n_valid == 0:
             return self._unmeasured_exemplars() if not np.isfinite(self.latency).any() else []
         attempts = self.traj.attempts
@@ -139,7 +152,8 @@ class _TrajectoryView:
         median = float(np.median(self.latency[valid_idx]))
         first = int(valid_idx[0])
         first_latency = float(self.latency[first])
-        k = min(top_k, max(1, self.n_valid // 2))
+        wanted = exemplar_count(self.n_valid) if top_k is None else top_k
+        k = min(wanted, max(1, self.n_valid // 2))
         has_code = any(attempts[int(i)].code for i in valid_idx)
         if self.n_valid < SMALL_TRAJECTORY and not has_code:
             spread = float(self.latency[order[-1]] / self.latency[order[0]])

@@ -115,6 +115,9 @@ class RetrieveOptions(BaseModel):
     k_recall: int | None = Field(None, ge=1, le=1000)
     exploration_c: float | None = Field(None, ge=0.0)
     similarity_floor: float | None = Field(None, ge=-1.0, le=1.0)
+    kappa: float | None = Field(
+        None, ge=0.0, description="shrinkage strength down the scope chain (pseudo-observations)"
+    )
 
 
 class RetrieveRequest(BaseModel):

@@ -66,3 +66,43 @@ def test_quick_run_writes_json_markdown_and_plot(
     assert json.loads(out.read_text())["budget"] == 4
     assert out.with_suffix(".md").read_text().startswith("# Learning benchmark")
     assert out.with_suffix(".png").stat().st_size > 1000
+
+
+def test_source_order_is_sorted_for_seed_zero_and_permuted_by_other_seeds(
+    tmp_path: Path, make_synthetic_cache: Any
+) -> None:
+    from memory_service.bench.learning import source_order
+
+    chips = [
+        Chip(name, tmp_path / name, Recording(make_synthetic_cache(tmp_path / f"{name}.json.gz")))
+        for name in ("w6600", "a100", "mi250x", "a4000")
+    ]
+    assert [c.chip for c in source_order(chips, 0)] == ["a100", "a4000", "mi250x", "w6600"]
+    orders = {tuple(c.chip for c in source_order(chips, seed)) for seed in range(1, 8)}
+    assert len(orders) > 1 and all(sorted(o) == ["a100", "a4000", "mi250x", "w6600"] for o in orders)
+    assert source_order(chips, 3) == source_order(chips, 3)
+
+
+def test_markdown_reports_held_out_and_development_kernels_apart(tmp_path: Path) -> None:
+    from memory_service.bench.learning_report import write_markdown
+
+    def entry(op: str, value: float) -> dict[str, Any]:
+        spread = {"mean": value, "std": 0.0, "min": value, "max": value}
+        hits = {"reached": 1, "of": 1, "median": 1, "per_seed": [1]}
+        arm = {"fraction_at": {str(m): spread for m in (1, 5, 10, 20)},
+               "attempts_to_90": hits, "attempts_to_95": hits, "first_attempt_feasible": 1.0}
+        return {"op": op, "arms": {"value": arm}, "naive_transfer": {"x": 0.5}}
+
+    report = {
+        "caches": "c", "seeds": 1, "budget": 20, "k": 5, "elapsed_s": 1.0,
+        "machine": {"node": "n", "processor": "p"}, "arms": {"value": {}},
+        "development_ops": ["conv"], "development_note": "Development kernel: conv.",
+        "targets": {"conv/a": entry("conv", 0.5), "dedisp/a": entry("dedisp", 0.9)},
+    }
+    path = tmp_path / "r.md"
+    write_markdown(report, path)
+    text = path.read_text()
+    held, dev = text.index("## Held-out kernels (dedisp)"), text.index("## Development kernels")
+    assert held < dev and "Development kernel: conv." in text
+    # Each group's average is over its own targets only.
+    assert "| value | 0.900 |" in text[held:dev] and "| value | 0.500 |" in text[dev:]

@@ -147,3 +147,15 @@ def test_finished_run_is_written_back_for_distillation(live: tuple[str, Path]) -
         counts = client.health()["counts"]
     assert result.stop_reason == "budget"
     assert counts["trajectories"] == before + 1
+
+
+def test_hidden_chip_lessons_are_never_proposed_nor_credited(live: tuple[str, Path]) -> None:
+    url, task = live
+    with MemoryClient(url) as client:
+        result = run_graph(ReplayRunner(path=task), create_proposer("structured"), client, 4,
+                           run_id="hidden", hidden_chips=("a100",))
+    # Every lesson in memory was recorded on the (synthetic) A100, so none may shape a proposal.
+    assert all(not a["used"] and not a["origin"].startswith("exemplar:") for a in result.attempts)
+    shown = run_graph(ReplayRunner(path=task), create_proposer("structured"), MemoryClient(url), 1,
+                      run_id="shown")
+    assert shown.attempts[0]["used"]
