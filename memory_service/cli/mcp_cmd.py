@@ -13,7 +13,6 @@ from typing import Annotated
 import typer
 
 from memory_service.cli import DataDirOpt, UrlOpt, err, fail, open_service
-from memory_service.mcp_server import TRANSPORTS, is_loopback, run_mcp_server
 
 
 def mcp(
@@ -31,6 +30,9 @@ def mcp(
     ] = None,
 ) -> None:
     """Serve retrieve_lessons, report_outcome, add_lesson ... as MCP tools."""
+    # Imported here so that other tunemem commands do not pay for the mcp package.
+    from memory_service.mcp_server import TRANSPORTS, is_loopback, run_mcp_server
+
     if transport not in TRANSPORTS:
         fail(f"unknown transport {transport!r}; valid: {', '.join(TRANSPORTS)}")
     if transport == "streamable-http" and not is_loopback(host):

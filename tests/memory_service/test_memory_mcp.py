@@ -334,3 +334,22 @@ def test_http_transport_binds_loopback_only(make_service):
     assert not is_loopback("0.0.0.0") and not is_loopback("example.org")
     with pytest.raises(ValueError, match="loopback"):
         run_mcp_server(make_service(), "streamable-http", host="0.0.0.0")
+
+
+def test_mcp_command_refuses_bad_transport_and_public_bind(tmp_path):
+    import typer
+    from typer.testing import CliRunner
+
+    from memory_service.cli.mcp_cmd import mcp
+
+    app = typer.Typer()
+    app.command()(mcp)
+    runner = CliRunner()
+    store = str(tmp_path / "unused")
+    bad = runner.invoke(app, ["--transport", "websocket", "--data-dir", store])
+    assert bad.exit_code == 2 and "streamable-http" in bad.output
+    public = runner.invoke(
+        app, ["--transport", "streamable-http", "--host", "0.0.0.0", "--data-dir", store]
+    )
+    assert public.exit_code == 2 and "loopback" in public.output
+    assert not (tmp_path / "unused").exists()  # refused before opening a store
