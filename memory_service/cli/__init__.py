@@ -358,9 +358,10 @@ def import_cmd(
 
 def _register_optional() -> None:
     """Commands whose modules live beside this one."""
-    from memory_service.cli import bench, ingest_cmd, keys_cmd
+    from memory_service.cli import bench, ingest_cmd, keys_cmd, mcp_cmd
 
     app.command(name="ingest")(ingest_cmd.ingest)
+    app.command(name="mcp")(mcp_cmd.mcp)
     app.add_typer(bench.bench_app, name="bench")
     app.add_typer(keys_cmd.keys_app, name="keys")
     try:
