@@ -17,6 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 import platforms
@@ -146,7 +147,7 @@ def scope_values(
 ) -> tuple[dict[str, dict[str, ScopeValue]], dict[str, Lesson]]:
     """Observed values per scope name (`a100`, `cuda`) -> lesson id, and the lesson rows."""
     prefix = f"{level}:"
-    conditions = [
+    conditions: list[Any] = [
         LessonValue.stage == stage,
         col(LessonValue.scope).startswith(prefix),
         LessonValue.n > 0,
@@ -187,14 +188,15 @@ def _recorded_spaces(session: Session, op: str | None, tenant: str) -> list[_Rec
         return []
     latency: dict[str, dict[str, float | None]] = defaultdict(dict)
     keys: dict[str, frozenset[str]] = {}
-    attempts = session.exec(
-        select(
-            Attempt.trajectory_id,
-            Attempt.params,
-            Attempt.compiled,
-            Attempt.correct,
-            Attempt.error_category,
-            Attempt.latency_ms,
+    # Only the columns needed: a recorded space can hold thousands of attempts.
+    attempts = session.execute(
+        sa_select(
+            col(Attempt.trajectory_id),
+            col(Attempt.params),
+            col(Attempt.compiled),
+            col(Attempt.correct),
+            col(Attempt.error_category),
+            col(Attempt.latency_ms),
         ).where(col(Attempt.trajectory_id).in_(list(trajectories)))
     )
     for trajectory_id, params, compiled, correct, error_category, latency_ms in attempts:

@@ -166,8 +166,12 @@ def transfer_matrix(
     names = list(scopes) if scopes is not None else sorted(values)
     return [
         pair_stats(
-            source, target, values.get(source, {}), values.get(target, {}),
-            neutral=neutral, min_n=min_n,
+            source,
+            target,
+            values.get(source, {}),
+            values.get(target, {}),
+            neutral=neutral,
+            min_n=min_n,
         )
         for source in names
         for target in names
