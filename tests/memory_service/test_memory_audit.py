@@ -86,7 +86,13 @@ def store(tmp_path_factory, embedder):
             for lesson_id, results in zip(shared, slots, strict=True):
                 for good in results:
                     report(client, retrievals[chip]["retrieval_id"], lesson_id, good)
-        yield {"service": service, "client": client, "lessons": shared, "data_dir": data_dir}
+        yield {
+            "service": service,
+            "app": app,
+            "client": client,
+            "lessons": shared,
+            "data_dir": data_dir,
+        }
     service.close()
 
 
@@ -231,6 +237,43 @@ def test_cli_table_json_and_html(store, tmp_path):
     assert report_path.read_text().startswith("<!DOCTYPE html>")
     bad = runner.invoke(cli_app(), ["audit", "transfer", "--data-dir", data_dir, "--level", "x"])
     assert bad.exit_code == 2 and "invalid_level" in bad.output
+
+
+@pytest.fixture
+def server_url(store):
+    """The store's app served over real HTTP on a free loopback port."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(store["app"], host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.started, "the test server did not start"
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def test_cli_against_a_server_matches_the_embedded_store(store, server_url, tmp_path):
+    runner = CliRunner()
+    args = ["audit", "transfer", "--json", "--op", "convolution"]
+    remote = runner.invoke(cli_app(), [*args, "--url", server_url])
+    local = runner.invoke(cli_app(), [*args, "--data-dir", str(store["data_dir"])])
+    assert remote.exit_code == 0 and local.exit_code == 0, remote.output + local.output
+    assert json.loads(remote.output) == json.loads(local.output)
+    bad = runner.invoke(cli_app(), ["audit", "transfer", "--url", server_url, "--chips", "zz"])
+    assert bad.exit_code == 2 and "unknown_chip" in bad.output
 
 
 CHROMIUM = next(
