@@ -170,7 +170,9 @@ def run_arm(
     try:
         live.service.ingest([_trajectory(s) for s in sources])
         with MemoryClient(live.url) as client:
-            settings = {"seed": seed, "k": k, "widen_k": WIDEN_K, "options": options}
+            settings: dict[str, Any] = {
+                "seed": seed, "k": k, "widen_k": WIDEN_K, "options": options
+            }
             for i, source in enumerate(source_order(sources, seed)):
                 # A source run does not see its own chip's lessons: the values it leaves are
                 # about how other chips' lessons carry over, which is what the target needs.

@@ -79,7 +79,8 @@ def test_source_order_is_sorted_for_seed_zero_and_permuted_by_other_seeds(
     ]
     assert [c.chip for c in source_order(chips, 0)] == ["a100", "a4000", "mi250x", "w6600"]
     orders = {tuple(c.chip for c in source_order(chips, seed)) for seed in range(1, 8)}
-    assert len(orders) > 1 and all(sorted(o) == ["a100", "a4000", "mi250x", "w6600"] for o in orders)
+    names = ["a100", "a4000", "mi250x", "w6600"]
+    assert len(orders) > 1 and all(sorted(o) == names for o in orders)
     assert source_order(chips, 3) == source_order(chips, 3)
 
 
