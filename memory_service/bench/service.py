@@ -10,7 +10,9 @@ bench/results/service.json and service.md.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import random
+import sys
 import tempfile
 import time
 import uuid
@@ -41,6 +43,7 @@ def run_case(
     value_fraction: float,
     database_url: str | None = None,
     index_url: str | None = None,
+    analyze: bool = False,
 ) -> dict[str, Any]:
     """Build one store and measure it; runs in its own process when called by the bench."""
     from memory_service.embedder import create_embedder
@@ -59,7 +62,11 @@ def run_case(
         )
         service = MemoryService(settings, embedder=create_embedder("hashing"))
         build = build_store(service, size, seed, value_fraction)
+        if analyze:  # planner statistics, so SQLite picks the primary key for `id IN (...)`
+            with service.engine.begin() as conn:
+                conn.exec_driver_sql("ANALYZE")
         rss_built, _ = rss_mb()
+        load_before = os.getloadavg()[0]
         server = ServerThread(service)
         try:
             warm = [{"body": q, "cached": False} for q in hot_queries(seed)]
@@ -90,6 +97,8 @@ def run_case(
         "retrieve_fresh_ms": percentiles(
             [s["ms"] for s in ok if s["endpoint"] == "retrieve" and not s["cached"]]
         ),
+        "sql_analyzed": analyze,
+        "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "rss_after_build_mb": rss_built,
         "rss_end_mb": rss_now,
         "peak_rss_mb": rss_peak,
@@ -134,6 +143,7 @@ def run_service_bench(
     index_url: str | None = None,
     isolate: bool = True,
     probe_minilm: bool = True,
+    analyze: bool = False,
 ) -> dict[str, Any]:
     """Measure every (size, index kind) and, given server URLs, the server mode too.
 
@@ -150,6 +160,7 @@ def run_service_bench(
         index_url: a Chroma server URL for the server mode (index chroma-http).
         isolate: run each case in a child process, so peak RSS belongs to that case.
         probe_minilm: also time single fresh-query embeddings with the MiniLM model.
+        analyze: run SQL ANALYZE after the bulk load (the service itself never does).
 
     Returns:
         The result document (also written as JSON when `out` is given).
@@ -173,10 +184,12 @@ def run_service_bench(
         seed=seed,
         fresh_fraction=fresh_fraction,
         value_fraction=value_fraction,
+        analyze=analyze,
     )
     runs = []
-    for case in cases:
+    for position, case in enumerate(cases, 1):
         kwargs = {**case, **common}
+        print(f"service bench case {position}/{len(cases)}: {case}", file=sys.stderr, flush=True)
         if isolate:
             with multiprocessing.get_context("spawn").Pool(1) as pool:
                 runs.append(pool.apply(_case_in_child, (kwargs,)))
@@ -190,6 +203,7 @@ def run_service_bench(
             [f"--sizes {s}" for s in sizes]
             + [f"--index {k}" for k in index_kinds]
             + [f"--requests {requests}", f"--concurrency {concurrency}"]
+            + (["--analyze"] if analyze else [])
         ),
         "machine": machine(),
         "settings": {
@@ -225,12 +239,14 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         "Each request pair is POST /v1/retrieve then POST /v1/outcomes over HTTP (uvicorn, "
         f"one process; httpx client threads in the same process). Server mode: "
-        f"{result['server_mode']}.",
+        f"{result['server_mode']}. SQL ANALYZE after loading: "
+        f"{'yes' if result['settings']['analyze'] else 'no (as the service runs)'}. Load 1 min "
+        "is the machine's load average before and after the measured requests.",
         "",
         "| lessons | index | mode | build s (lessons/s) | retrieve p50/p95/p99 ms "
         "| retrieve p50 cached / fresh ms | report p50/p95/p99 ms | requests/s | pairs/s "
-        "| errors | peak RSS MB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| errors | peak RSS MB | load 1 min |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["runs"]:
         ret, rep = r["retrieve_ms"], r["report_ms"]
@@ -240,7 +256,7 @@ def markdown(result: dict[str, Any]) -> str:
             f"{ret.get('p99')} | {r['retrieve_cached_ms'].get('p50')} / "
             f"{r['retrieve_fresh_ms'].get('p50')} | {rep.get('p50')} / {rep.get('p95')} / "
             f"{rep.get('p99')} | {r['requests_per_s']} | {r['pairs_per_s']} | {r['errors']} "
-            f"| {r['peak_rss_mb']:,} |"
+            f"| {r['peak_rss_mb']:,} | {' → '.join(map(str, r['load_average_1min']))} |"
         )
     probe = result.get("minilm_query_embed_ms")
     if probe and probe.get("available"):
@@ -273,6 +289,9 @@ def bench_service(
     index_url: Annotated[str | None, typer.Option(help="server mode: Chroma server URL")] = None,
     out: Annotated[Path, typer.Option(help="results folder")] = Path("bench/results"),
     seed: Annotated[int, typer.Option()] = 0,
+    analyze: Annotated[
+        bool, typer.Option("--analyze", help="run SQL ANALYZE after loading the store")
+    ] = False,
 ) -> None:
     """Retrieve/report latency (p50/p95/p99), throughput and memory at scale, over HTTP."""
     run_service_bench(
@@ -283,6 +302,7 @@ def bench_service(
         concurrency,
         seed=seed,
         fresh_fraction=fresh_fraction,
+        analyze=analyze,
         database_url=database_url,
         index_url=index_url,
     )
