@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, ConfigDict, Field
+from sqlmodel import Session
 
 from memory_service.audit import TransferAudit, transfer_audit
 from memory_service.audit_html import render_report
+from memory_service.auth import authenticate, require
 from memory_service.service import MemoryService
 
 
@@ -97,6 +99,20 @@ def _service(request: Request) -> MemoryService:
     return request.app.state.service  # type: ignore[no-any-return]
 
 
+def _reader_tenant(
+    request: Request,
+    svc: Annotated[MemoryService, Depends(_service)],
+    authorization: Annotated[str | None, Header()] = None,
+) -> str:
+    """The caller's tenant; the audit needs the reader role. (Built on `memory_service.auth`
+    rather than on api.py's dependency so that api.py can import this router.)"""
+    host = request.client.host if request.client else None
+    with Session(svc.engine) as session:
+        tenant, granted = authenticate(session, authorization, host, svc.settings.tenant)
+    require("reader", granted)
+    return tenant
+
+
 router = APIRouter(tags=["audit"])
 
 
@@ -109,6 +125,7 @@ router = APIRouter(tags=["audit"])
 )
 def audit_transfer(
     svc: Annotated[MemoryService, Depends(_service)],
+    tenant: Annotated[str, Depends(_reader_tenant)],
     level: Annotated[Literal["chip", "backend"] | None, Query()] = None,
     chips: Annotated[str | None, Query(description="comma list of chips")] = None,
     backends: Annotated[str | None, Query(description="comma list of backends")] = None,
@@ -121,7 +138,14 @@ def audit_transfer(
     chosen = level or ("backend" if backends and not chips else "chip")
     audit = public_audit(
         transfer_audit(
-            svc, level=chosen, chips=chips, backends=backends, op=op, stage=stage, min_n=min_n
+            svc,
+            level=chosen,
+            chips=chips,
+            backends=backends,
+            op=op,
+            stage=stage,
+            min_n=min_n,
+            tenant=tenant,
         )
     )
     if format == "html":

@@ -213,6 +213,33 @@ def test_html_format_over_http(store):
     assert "<script" not in page and "http://" not in page and "https://" not in page
 
 
+def test_keys_scope_the_audit_to_the_callers_tenant(store):
+    from sqlmodel import Session
+
+    from memory_service.auth import create_key, revoke_key
+
+    client = store["client"]
+    with Session(store["service"].engine) as session:
+        own, own_secret = create_key(session, "reader", "default", "audit test")
+        other, other_secret = create_key(session, "reader", "elsewhere", "audit test")
+        key_ids = [own.id, other.id]
+    try:
+        assert client.get("/v1/audit/transfer").status_code == 401
+        mine = client.get(
+            "/v1/audit/transfer", headers={"Authorization": f"Bearer {own_secret}"}
+        ).json()
+        assert pair_of(mine, "a100", "mi250x")["n_common"] == 3
+        theirs = client.get(
+            "/v1/audit/transfer", headers={"Authorization": f"Bearer {other_secret}"}
+        ).json()
+        assert theirs["scopes"] == [] and theirs["lessons"] == {}
+    finally:
+        with Session(store["service"].engine) as session:
+            for key_id in key_ids:
+                revoke_key(session, key_id)
+    assert client.get("/v1/audit/transfer").status_code == 200
+
+
 def cli_app() -> typer.Typer:
     from memory_service.cli.audit_cmd import audit_app
 
