@@ -202,7 +202,7 @@ def render_report(audit: TransferAuditPublic, title: str = "tunemem transfer aud
         + "<h2>Rank correlation of lesson values</h2>"
         + _heat_map(audit, "spearman", "Spearman rank correlation, source (row) vs target")
         + "<h2>Fraction of the target's optimum reached by the source's configurations</h2>"
-        + _heat_map(audit, "optimum", "mean optimum fraction over the source's exemplars")
+        + _heat_map(audit, "optimum", "mean optimum fraction of the source's configuration lessons")
         + "<h2>Pairs</h2>"
         + (sections or "<p>No pair has lessons observed on both sides or recorded spaces.</p>")
         + "</body></html>\n"
