@@ -44,6 +44,7 @@ from memory_service.models import (
     RetrieveResponse,
     TrajectoriesIn,
 )
+from memory_service.routes_audit import router as audit_router
 from memory_service.service import MemoryService
 
 
@@ -142,6 +143,7 @@ def create_app(service: MemoryService) -> FastAPI:
         "tunemem_request_seconds", "HTTP request latency", ["route"], registry=registry
     )
     app.add_middleware(BodyLimitMiddleware, max_bytes=service.settings.max_body_bytes)
+    app.include_router(audit_router)
 
     @app.middleware("http")
     async def _metrics(request: Request, call_next: Any) -> Response:

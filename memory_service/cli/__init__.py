@@ -364,6 +364,9 @@ def _register_optional() -> None:
     app.command(name="mcp")(mcp_cmd.mcp)
     app.add_typer(bench.bench_app, name="bench")
     app.add_typer(keys_cmd.keys_app, name="keys")
+    from memory_service.cli.audit_cmd import audit_app
+
+    app.add_typer(audit_app, name="audit")
     try:
         from memory_service.cli import agent_cmd
     except ImportError:  # pragma: no cover - agent extras missing

@@ -35,6 +35,11 @@ def invoke(*args: str):
         ["bench", "ingest", "--help"],
         ["bench", "learning", "--help"],
         ["agent", "run", "--help"],
+        ["audit", "transfer", "--help"],
+        ["keys", "create", "--help"],
+        ["export", "--help"],
+        ["import", "--help"],
+        ["mcp", "--help"],
     ],
 )
 def test_every_command_has_help(command):
