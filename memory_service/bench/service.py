@@ -3,15 +3,16 @@
 For each store size and index kind, a fresh store is bulk-loaded with SYNTHETIC lessons and
 values (`service_store`), then a real uvicorn server in a thread serves `create_app(service)`
 and client threads drive it with retrieve+report pairs (`service_load`). Each case runs in a
-child process so its peak RSS is its own. The result names the machine and is written as
+child interpreter so its peak RSS is its own. The result names the machine and is written as
 bench/results/service.json and service.md.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import json
 import os
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -106,7 +107,17 @@ def run_case(
 
 
 def _case_in_child(kwargs: dict[str, Any]) -> dict[str, Any]:
-    return run_case(**kwargs)
+    """Run one case in a fresh interpreter (not multiprocessing: it would re-import __main__)."""
+    with tempfile.TemporaryDirectory(prefix="tunemem-bench-case-") as tmp:
+        result_path = Path(tmp) / "case.json"
+        code = (
+            "import json, sys; from memory_service.bench.service import run_case; "
+            "open(sys.argv[2], 'w').write(json.dumps(run_case(**json.loads(sys.argv[1]))))"
+        )
+        subprocess.run(
+            [sys.executable, "-c", code, json.dumps(kwargs), str(result_path)], check=True
+        )
+        return json.loads(result_path.read_text())  # type: ignore[no-any-return]
 
 
 def minilm_query_ms(queries: int = 20, seed: int = 0) -> dict[str, Any]:
@@ -144,12 +155,13 @@ def run_service_bench(
     isolate: bool = True,
     probe_minilm: bool = True,
     analyze: bool = False,
+    name: str = "service",
 ) -> dict[str, Any]:
     """Measure every (size, index kind) and, given server URLs, the server mode too.
 
     Args:
         sizes: store sizes in lessons.
-        out: results folder for service.json and service.md; None writes nothing.
+        out: results folder for the JSON and Markdown results; None writes nothing.
         index_kinds: embedded index kinds to measure (memory, chroma).
         requests: retrieve+report pairs per case.
         concurrency: client threads.
@@ -161,13 +173,15 @@ def run_service_bench(
         isolate: run each case in a child process, so peak RSS belongs to that case.
         probe_minilm: also time single fresh-query embeddings with the MiniLM model.
         analyze: run SQL ANALYZE after the bulk load (the service itself never does).
+        name: file stem of the results (name.json, name.md).
 
     Returns:
         The result document (also written as JSON when `out` is given).
     """
     from memory_service.cli.bench import machine
 
-    cases = [dict(size=s, index_kind=k) for s in sizes for k in index_kinds]
+    embedded_kinds = [k for k in index_kinds if k != "none"]
+    cases = [dict(size=s, index_kind=k) for s in sizes for k in embedded_kinds]
     if database_url or index_url:
         cases += [
             dict(
@@ -191,8 +205,7 @@ def run_service_bench(
         kwargs = {**case, **common}
         print(f"service bench case {position}/{len(cases)}: {case}", file=sys.stderr, flush=True)
         if isolate:
-            with multiprocessing.get_context("spawn").Pool(1) as pool:
-                runs.append(pool.apply(_case_in_child, (kwargs,)))
+            runs.append(_case_in_child(kwargs))
         else:
             runs.append(run_case(**kwargs))
     result: dict[str, Any] = {
@@ -204,6 +217,9 @@ def run_service_bench(
             + [f"--index {k}" for k in index_kinds]
             + [f"--requests {requests}", f"--concurrency {concurrency}"]
             + (["--analyze"] if analyze else [])
+            + ([f"--database-url '{database_url}'"] if database_url else [])
+            + ([f"--index-url {index_url}"] if index_url else [])
+            + ([f"--name {name}"] if name != "service" else [])
         ),
         "machine": machine(),
         "settings": {
@@ -222,7 +238,7 @@ def run_service_bench(
     if out is not None:
         from memory_service.cli.bench import write_result
 
-        write_result(out, "service", result, markdown(result))
+        write_result(out, name, result, markdown(result))
     return result
 
 
@@ -276,7 +292,12 @@ def bench_service(
         10_000,
         100_000,
     ],
-    index: Annotated[list[str], typer.Option("--index", help="index kinds: memory, chroma")] = [  # noqa: B006
+    index: Annotated[
+        list[str],
+        typer.Option(
+            "--index", help="embedded index kinds: memory, chroma; none: server mode only"
+        ),
+    ] = [  # noqa: B006
         "memory",
         "chroma",
     ],
@@ -288,6 +309,7 @@ def bench_service(
     ] = None,
     index_url: Annotated[str | None, typer.Option(help="server mode: Chroma server URL")] = None,
     out: Annotated[Path, typer.Option(help="results folder")] = Path("bench/results"),
+    name: Annotated[str, typer.Option(help="results file stem")] = "service",
     seed: Annotated[int, typer.Option()] = 0,
     analyze: Annotated[
         bool, typer.Option("--analyze", help="run SQL ANALYZE after loading the store")
@@ -303,6 +325,7 @@ def bench_service(
         seed=seed,
         fresh_fraction=fresh_fraction,
         analyze=analyze,
+        name=name,
         database_url=database_url,
         index_url=index_url,
     )

@@ -86,3 +86,46 @@ def test_markdown_renders_a_row_per_run(tiny_result: tuple) -> None:
     result, _ = tiny_result
     rows = [line for line in markdown(result).splitlines() if line.startswith("| 300 |")]
     assert len(rows) == 2
+
+
+def test_cli_command_runs_from_a_script_main(tmp_path: Path) -> None:
+    """`bench_service` registered in a typer app whose module is __main__ (as `tunemem` is)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "cli.py"
+    script.write_text(
+        "import typer\n"
+        "from memory_service.bench.service import bench_service\n"
+        "app = typer.Typer()\n"
+        "app.command('service')(bench_service)\n"
+        "app.command('other')(lambda: None)\n"
+        "app()\n"
+    )
+    out = tmp_path / "results"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            "service",
+            "--sizes",
+            "200",
+            "--index",
+            "memory",
+            "--requests",
+            "6",
+            "--concurrency",
+            "2",
+            "--out",
+            str(out),
+            "--name",
+            "tiny",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    saved = json.loads((out / "tiny.json").read_text())
+    assert [(r["lessons"], r["index"], r["errors"]) for r in saved["runs"]] == [(200, "memory", 0)]
+    assert "--name tiny" in saved["command"]
