@@ -76,6 +76,8 @@ def run_case(
             samples, wall = drive(server.url, plan, concurrency, seed + 1)
         finally:
             server.close()
+            if mode == "server":  # leave the shared Chroma collection as it was found
+                _drop_from_index(service)
             service.close()
     rss_now, rss_peak = rss_mb()
     ok = [s for s in samples if s["ok"]]
@@ -104,6 +106,18 @@ def run_case(
         "rss_end_mb": rss_now,
         "peak_rss_mb": rss_peak,
     }
+
+
+def _drop_from_index(service: Any) -> None:
+    """Remove this case's tenant from the vector index (its SQL rows stay, as history)."""
+    from sqlmodel import Session, select
+
+    from memory_service.schema import Lesson
+
+    with Session(service.engine) as session:
+        ids = list(session.exec(select(Lesson.id).where(Lesson.tenant == service.settings.tenant)))
+    for start in range(0, len(ids), 4000):
+        service.index.delete(ids[start : start + 4000])
 
 
 def _case_in_child(kwargs: dict[str, Any]) -> dict[str, Any]:

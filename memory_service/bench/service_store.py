@@ -46,8 +46,13 @@ def _chip_facts(chip: str) -> tuple[str, list[str]]:
 
 
 # ------------------------------------------------------------------ synthetic store
-def synthetic_lessons(start: int, count: int, seed: int) -> list[dict[str, Any]]:
-    """Rows of the Lesson table for lessons start..start+count, deterministic per seed."""
+def synthetic_lessons(
+    start: int, count: int, seed: int, tenant: str = "default"
+) -> list[dict[str, Any]]:
+    """Rows of the Lesson table for lessons start..start+count, deterministic per seed.
+
+    Ids and content hashes include the tenant, so cases sharing a server database never collide.
+    """
     from memory_service.schema import utcnow
 
     rng = random.Random(seed * 1_000_003 + start)
@@ -83,11 +88,11 @@ def synthetic_lessons(start: int, count: int, seed: int) -> list[dict[str, Any]]
             "scenarios": [],
             "dtypes": [dtype],
         }
-        digest = hashlib.sha256(f"synthetic:{seed}:{i}".encode()).hexdigest()
+        digest = hashlib.sha256(f"synthetic:{tenant}:{seed}:{i}".encode()).hexdigest()
         rows.append(
             {
                 "id": str(uuid.UUID(digest[:32])),
-                "tenant": "",
+                "tenant": tenant,
                 "kind": kind,
                 "text": text,
                 "hint": None,
@@ -149,9 +154,7 @@ def build_store(
     n_values = 0
     for start in range(0, size, batch):
         t0 = time.perf_counter()
-        rows = synthetic_lessons(start, min(batch, size - start), seed)
-        for row in rows:
-            row["tenant"] = tenant
+        rows = synthetic_lessons(start, min(batch, size - start), seed, tenant)
         values = synthetic_values(rows, value_fraction, seed + start)
         t1 = time.perf_counter()
         vectors = service.embedder.inner.embed(
