@@ -6,6 +6,7 @@ exact, in-process) implement `VectorIndex`; `create_index` picks one by name.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from abc import ABC, abstractmethod
 from pathlib import Path
@@ -47,8 +48,8 @@ class VectorIndex(ABC):
         """
 
     @abstractmethod
-    def count(self) -> int:
-        """Number of entries."""
+    def count(self, tenant: str | None = None) -> int:
+        """Number of entries (of one tenant, when given)."""
 
     @abstractmethod
     def reset(self) -> None:
@@ -61,27 +62,33 @@ class MemoryIndex(VectorIndex):
     def __init__(self) -> None:
         self._ids: list[str] = []
         self._pos: dict[str, int] = {}
-        self._tenants: list[str] = []
+        self._tenant_codes: dict[str, int] = {}
+        self._tenants = np.zeros(0, dtype=np.int32)
         self._vectors = np.zeros((0, 0), dtype=np.float32)
         self._lock = threading.Lock()
+
+    def _code(self, tenant: str) -> int:
+        return self._tenant_codes.setdefault(tenant, len(self._tenant_codes))
 
     def upsert(self, ids: list[str], vectors: np.ndarray, metadatas: list[dict[str, Any]]) -> None:
         with self._lock:
             if self._vectors.size == 0:
                 self._vectors = np.zeros((0, vectors.shape[1]), dtype=np.float32)
-            new_rows = []
+            new_rows, new_codes = [], []
             for i, lesson_id in enumerate(ids):
+                code = self._code(metadatas[i]["tenant"])
                 if lesson_id in self._pos:
                     self._vectors[self._pos[lesson_id]] = vectors[i]
-                    self._tenants[self._pos[lesson_id]] = metadatas[i]["tenant"]
+                    self._tenants[self._pos[lesson_id]] = code
                 else:
                     self._pos[lesson_id] = len(self._ids) + len(new_rows)
                     new_rows.append(i)
+                    new_codes.append(code)
             for i in new_rows:
                 self._ids.append(ids[i])
-                self._tenants.append(metadatas[i]["tenant"])
             if new_rows:
                 self._vectors = np.vstack([self._vectors, vectors[new_rows]])
+                self._tenants = np.concatenate([self._tenants, np.array(new_codes, dtype=np.int32)])
 
     def delete(self, ids: list[str]) -> None:
         with self._lock:
@@ -90,16 +97,17 @@ class MemoryIndex(VectorIndex):
                 return
             keep = [p for p in range(len(self._ids)) if p not in drop]
             self._ids = [self._ids[p] for p in keep]
-            self._tenants = [self._tenants[p] for p in keep]
+            self._tenants = self._tenants[keep]
             self._vectors = self._vectors[keep]
             self._pos = {lesson_id: p for p, lesson_id in enumerate(self._ids)}
 
     def query(self, vector: np.ndarray, n: int, tenant: str) -> list[tuple[str, float]]:
         with self._lock:
-            if not self._ids:
+            code = self._tenant_codes.get(tenant)
+            if not self._ids or code is None:
                 return []
             sims = self._vectors @ vector.astype(np.float32)
-            mask = np.array([t == tenant for t in self._tenants])
+            mask = self._tenants == code
             sims = np.where(mask, sims, -np.inf)
             n = min(n, int(mask.sum()))
             if n <= 0:
@@ -108,12 +116,17 @@ class MemoryIndex(VectorIndex):
             top = top[np.argsort(-sims[top], kind="stable")]
             return [(self._ids[p], float(sims[p])) for p in top]
 
-    def count(self) -> int:
-        return len(self._ids)
+    def count(self, tenant: str | None = None) -> int:
+        if tenant is None:
+            return len(self._ids)
+        code = self._tenant_codes.get(tenant)
+        return 0 if code is None else int((self._tenants == code).sum())
 
     def reset(self) -> None:
         with self._lock:
-            self.__init__()  # type: ignore[misc]
+            self._ids, self._pos, self._tenant_codes = [], {}, {}
+            self._tenants = np.zeros(0, dtype=np.int32)
+            self._vectors = np.zeros((0, 0), dtype=np.float32)
 
 
 class ChromaIndex(VectorIndex):
@@ -142,46 +155,75 @@ class ChromaIndex(VectorIndex):
         else:
             raise ValueError("ChromaIndex needs a path (embedded) or a url (server)")
         self._name = collection
-        self._collection = self._open()
+        self._collections: dict[str, Any] = {}
 
-    def _open(self) -> Any:
-        return self._client.get_or_create_collection(
-            name=self._name, metadata={"hnsw:space": "cosine"}, embedding_function=None
-        )
+    # One collection per tenant: a query then needs no metadata filter, which in Chroma
+    # would scan the metadata of every entry.
+    def _collection_name(self, tenant: str) -> str:
+        if tenant == "default":
+            return self._name
+        return f"{self._name}-t{hashlib.sha1(tenant.encode()).hexdigest()[:12]}"
+
+    def _collection(self, tenant: str) -> Any:
+        collection = self._collections.get(tenant)
+        if collection is None:
+            collection = self._client.get_or_create_collection(
+                name=self._collection_name(tenant),
+                metadata={"hnsw:space": "cosine"},
+                embedding_function=None,
+            )
+            self._collections[tenant] = collection
+        return collection
+
+    def _all_collections(self) -> list[Any]:
+        names = []
+        for item in self._client.list_collections():
+            name = item if isinstance(item, str) else item.name
+            if name == self._name or name.startswith(f"{self._name}-t"):
+                names.append(name)
+        return [self._client.get_collection(name, embedding_function=None) for name in names]
 
     def upsert(self, ids: list[str], vectors: np.ndarray, metadatas: list[dict[str, Any]]) -> None:
+        by_tenant: dict[str, list[int]] = {}
+        for i, meta in enumerate(metadatas):
+            by_tenant.setdefault(meta["tenant"], []).append(i)
         step = 4000  # below Chroma's maximum batch size
-        for start in range(0, len(ids), step):
-            self._collection.upsert(
-                ids=ids[start : start + step],
-                embeddings=vectors[start : start + step].tolist(),
-                metadatas=metadatas[start : start + step],
-            )
+        for tenant, rows in by_tenant.items():
+            collection = self._collection(tenant)
+            for start in range(0, len(rows), step):
+                part = rows[start : start + step]
+                collection.upsert(
+                    ids=[ids[i] for i in part],
+                    embeddings=vectors[part].tolist(),
+                    metadatas=[metadatas[i] for i in part],
+                )
 
     def delete(self, ids: list[str]) -> None:
         if ids:
-            self._collection.delete(ids=ids)
+            for collection in self._all_collections():
+                collection.delete(ids=ids)
 
     def query(self, vector: np.ndarray, n: int, tenant: str) -> list[tuple[str, float]]:
-        total = self._collection.count()
+        collection = self._collection(tenant)
+        total = collection.count()
         if total == 0 or n <= 0:
             return []
-        result = self._collection.query(
-            query_embeddings=[vector.tolist()],
-            n_results=min(n, total),
-            where={"tenant": tenant},
-            include=["distances"],
+        result = collection.query(
+            query_embeddings=[vector.tolist()], n_results=min(n, total), include=["distances"]
         )
         ids = result["ids"][0]
         distances = result["distances"][0]
         return [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
 
-    def count(self) -> int:
-        return int(self._collection.count())
+    def count(self, tenant: str | None = None) -> int:
+        if tenant is not None:
+            return int(self._collection(tenant).count())
+        return sum(int(c.count()) for c in self._all_collections())
 
     def reset(self) -> None:
-        self._client.delete_collection(self._name)
-        self._collection = self._open()
+        for collection in self._all_collections():
+            self._client.delete_collection(collection.name)
+        self._collections = {}
 
 
 INDEX_KINDS = ("chroma", "chroma-http", "memory")

@@ -100,24 +100,33 @@ class LearningLoop(_ServiceState):
             **request.options.model_dump(exclude_none=True),
         )
         vector = self.embedder.embed([self.query_text(request, chip, backend)])[0]
-        n_recall = recall_size(ranking, self.index.count())
-        hits = self.index.query(vector, n_recall * 3, tenant)
+        n_recall = recall_size(ranking, self.index.count(tenant))
+        # Over-fetch so that gating can drop some; below the floor nothing is admitted anyway.
+        hits = [
+            (lid, sim)
+            for lid, sim in self.index.query(vector, n_recall * 2, tenant)
+            if sim >= ranking.similarity_floor
+        ]
         with Session(self.engine) as session:
-            rows = {
-                r.id: r
-                for r in session.exec(
-                    select(Lesson).where(
-                        col(Lesson.id).in_([h[0] for h in hits]), Lesson.status == "active"
-                    )
+            # Gating needs only the applicability and whether there is code; whole rows are
+            # loaded for the k lessons returned.
+            # (status is filtered here, not in SQL, so the planner looks ids up by primary key
+            # instead of scanning the status index)
+            conditions = {
+                lid: (applicability, has_code)
+                for lid, applicability, has_code, status in session.exec(
+                    select(
+                        Lesson.id,
+                        Lesson.applicability,
+                        col(Lesson.code).is_not(None),
+                        Lesson.status,
+                    ).where(col(Lesson.id).in_([h[0] for h in hits]))
                 )
+                if status == "active"
             }
             query = Query(op=request.task.op, dtype=request.task.dtype, backend=backend)
             admitted = gate(
-                [
-                    (lid, sim, rows[lid].applicability, bool(rows[lid].code))
-                    for lid, sim in hits
-                    if lid in rows
-                ],
+                [(lid, sim, *conditions[lid]) for lid, sim in hits if lid in conditions],
                 query,
                 ranking.similarity_floor,
             )[:n_recall]
@@ -131,6 +140,12 @@ class LearningLoop(_ServiceState):
                 ranking.backoff,
             )
             ranked = rank([Candidate(lid, sim, estimates[lid]) for lid, sim in admitted], ranking)
+            rows = {
+                r.id: r
+                for r in session.exec(
+                    select(Lesson).where(col(Lesson.id).in_([r.lesson_id for r in ranked]))
+                )
+            }
             lessons = [self._retrieved(rows[r.lesson_id], r, backend) for r in ranked]
             settings_echo = {**ranking.__dict__, "k_recall_used": n_recall, "pool": len(admitted)}
             retrieval_id = str(uuid.uuid4())

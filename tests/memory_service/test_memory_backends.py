@@ -68,8 +68,7 @@ class ServerStore:
         for service in services:
             service.close()
         try:
-            services[0].index.reset()  # type: ignore[attr-defined]
-            services[0].index._client.delete_collection(self.name)  # type: ignore[attr-defined]
+            services[0].index.reset()
         except Exception:  # noqa: BLE001 - best effort cleanup of a test collection
             pass
         self._admin.execute(f"DROP DATABASE IF EXISTS {self.name} WITH (FORCE)")
