@@ -120,6 +120,21 @@ def _drop_from_index(service: Any) -> None:
         service.index.delete(ids[start : start + 4000])
 
 
+def _code_version() -> str | None:
+    """The git commit the bench ran on, when run from a checkout."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).parent,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None
+
+
 def _case_in_child(kwargs: dict[str, Any]) -> dict[str, Any]:
     """Run one case in a fresh interpreter (not multiprocessing: it would re-import __main__)."""
     with tempfile.TemporaryDirectory(prefix="tunemem-bench-case-") as tmp:
@@ -236,6 +251,7 @@ def run_service_bench(
             + ([f"--name {name}"] if name != "service" else [])
         ),
         "machine": machine(),
+        "code_version": _code_version(),
         "settings": {
             **common,
             "embedder": "hashing (512-d)",
@@ -263,7 +279,7 @@ def markdown(result: dict[str, Any]) -> str:
         "# Service benchmark",
         "",
         f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB. "
-        f"Command: `{result['command']}`",
+        f"Command: `{result['command']}` (code {result.get('code_version')})",
         "",
         f"Data: {result['synthetic']}",
         "",
