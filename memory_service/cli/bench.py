@@ -173,6 +173,15 @@ def bench_learning(
     )
 
 
+def _register_service_bench() -> None:
+    from memory_service.bench.service import bench_service
+
+    bench_app.command("service")(bench_service)
+
+
+_register_service_bench()
+
+
 @bench_app.command("kernels")
 def bench_kernels(
     out: Annotated[Path, typer.Option(help="results folder")] = Path("bench/results"),
