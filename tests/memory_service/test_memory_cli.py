@@ -36,6 +36,8 @@ def invoke(*args: str):
         ["bench", "learning", "--help"],
         ["agent", "run", "--help"],
         ["audit", "transfer", "--help"],
+        ["bench", "service", "--help"],
+        ["bench", "kernels", "--help"],
         ["keys", "create", "--help"],
         ["export", "--help"],
         ["import", "--help"],
