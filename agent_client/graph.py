@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 
@@ -61,8 +61,12 @@ def recall(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         assert ctx.client is not None
         return ctx.client.retrieve(
             task={"op": task["op"], "signature": task.get("signature") or {}},
-            context={"chip": task["chip"], "backend": task["backend"], "model": None,
-                     "scenario": None},
+            context={
+                "chip": task["chip"],
+                "backend": task["backend"],
+                "model": None,
+                "scenario": None,
+            },
             stage=stage,  # type: ignore[arg-type]
             k=k,
             query=query_text(task, stage, list(state["space"])),
@@ -285,7 +289,7 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
 
 
 def after_decide(state: AgentState) -> Literal["recall", "__end__"]:
-    return END if state.get("stop_reason") else "recall"
+    return "__end__" if state.get("stop_reason") else "recall"
 
 
 def build_graph(checkpointer: Checkpointer = None) -> Any:

@@ -46,9 +46,7 @@ def _recording_for(task: Path, chip: str | None) -> Recording:
     if task.is_file():
         recording = Recording(task)
         if chip and recording.context.chip != _normalise_chip(chip):
-            raise ValueError(
-                f"{task} records chip {recording.context.chip!r}, not {chip!r}"
-            )
+            raise ValueError(f"{task} records chip {recording.context.chip!r}, not {chip!r}")
         return recording
     if not chip:
         raise ValueError("a folder of recordings needs --chip to pick one")

@@ -56,6 +56,7 @@ def exemplar_count(n_valid: int) -> int:
     """How many exemplars to emit for a trajectory with `n_valid` valid attempts."""
     return max(MIN_EXEMPLARS, min(MAX_EXEMPLARS, int(np.sqrt(max(n_valid, 0)) / 6)))
 
+
 LLMDistiller = Callable[[TrajectoryRecord, list[LessonDraft]], list[LessonDraft]]
 
 
@@ -131,7 +132,9 @@ class _TrajectoryView:
             "signature": dict(task.signature),
         }
 
-    def _draft(self, kind: str, text: str, hint: dict[str, Any], code: str | None = None) -> LessonDraft:
+    def _draft(
+        self, kind: str, text: str, hint: dict[str, Any], code: str | None = None
+    ) -> LessonDraft:
         return LessonDraft(
             kind=kind,
             text=text,
@@ -171,8 +174,10 @@ class _TrajectoryView:
             else:
                 direction = "faster" if to_first >= 1 else "slower"
                 ratio = to_first if to_first >= 1 else 1 / to_first
-                first_note = (f"{fmt_ratio(ratio)} {direction} than the first valid one tried "
-                              f"({fmt_ms(first_latency)})")
+                first_note = (
+                    f"{fmt_ratio(ratio)} {direction} than the first valid one tried "
+                    f"({fmt_ms(first_latency)})"
+                )
             text = (
                 f"{self.where}: the {place} of {fmt_count(self.n_valid)} valid "
                 f"{'configurations' if self.params else 'attempts'} is {what} at "
@@ -236,7 +241,9 @@ class _TrajectoryView:
             values = [attempts[i].params.get(param) for i in valid_idx]
             if not all(isinstance(v, int | float | str | bool) for v in values):
                 continue
-            uniques, codes = np.unique(np.array(values, dtype=object).astype(str), return_inverse=True)
+            uniques, codes = np.unique(
+                np.array(values, dtype=object).astype(str), return_inverse=True
+            )
             if len(uniques) < 2:
                 continue
             for code in range(len(uniques)):
@@ -264,9 +271,14 @@ class _TrajectoryView:
                 f"valid configurations, {verdict} ({fmt_ms(overall)}); "
                 f"{'prefer' if prefer else 'avoid'} {param}={value}."
             )
-            hint = {"param": param, "value": value, "effect": "prefer" if prefer else "avoid",
-                    "median_speedup": round(speedup, 4), "n_valid": self.n_valid,
-                    "n_with_value": count}
+            hint = {
+                "param": param,
+                "value": value,
+                "effect": "prefer" if prefer else "avoid",
+                "median_speedup": round(speedup, 4),
+                "n_valid": self.n_valid,
+                "n_with_value": count,
+            }
             drafts.append(self._draft("insight", text, hint))
         return drafts
 
@@ -279,8 +291,9 @@ class _TrajectoryView:
             return []
         if not self.params:
             return self._code_failures(failed)
-        rules = failing_settings(self.traj, self.params, failed, FAILURE_MIN_RATE,
-                                 FAILURE_MIN_GROUP, MAX_FAILURES)
+        rules = failing_settings(
+            self.traj, self.params, failed, FAILURE_MIN_RATE, FAILURE_MIN_GROUP, MAX_FAILURES
+        )
         n = len(self.traj.attempts)
         drafts = []
         for rule in rules:
@@ -293,8 +306,12 @@ class _TrajectoryView:
                 f"{fmt_count(n_failed)} of {fmt_count(n)} ({n_failed / n:.0%}) over the whole "
                 f"space. Avoid {setting}."
             )
-            hint = {"avoid": rule.avoid, "failure_rate": round(rule.failure_rate, 4),
-                    "error_category": rule.error_category, "n": rule.n}
+            hint = {
+                "avoid": rule.avoid,
+                "failure_rate": round(rule.failure_rate, 4),
+                "error_category": rule.error_category,
+                "n": rule.n,
+            }
             drafts.append(self._draft("failure", text, hint))
         return drafts
 
@@ -314,14 +331,19 @@ class _TrajectoryView:
                 f"{self.where}: {len(indices)} of {n} attempts failed with a {category} error; "
                 f"example: {excerpt}"
             )
-            hint = {"avoid": {}, "failure_rate": round(len(indices) / n, 4),
-                    "error_category": category, "n": n, "example_error": excerpt}
+            hint = {
+                "avoid": {},
+                "failure_rate": round(len(indices) / n, 4),
+                "error_category": category,
+                "n": n,
+                "example_error": excerpt,
+            }
             drafts.append(self._draft("failure", text, hint, example.code))
         return drafts
 
 
 def _shape_span(shapes: list[dict[str, Any]]) -> str:
-    """"M=1..16 (5 sizes)" for one numeric shape parameter, else a listing."""
+    """ "M=1..16 (5 sizes)" for one numeric shape parameter, else a listing."""
     if not shapes or not shapes[0]:
         return "all recorded shapes"
     if len(shapes[0]) == 1:
@@ -329,5 +351,7 @@ def _shape_span(shapes: list[dict[str, Any]]) -> str:
         values = [s[key] for s in shapes]
         if len(values) == 1:
             return f"{key}={values[0]}"
-        return f"{key}={values[0]}..{values[-1]} ({len(values)} sizes: {', '.join(map(str, values))})"
+        return (
+            f"{key}={values[0]}..{values[-1]} ({len(values)} sizes: {', '.join(map(str, values))})"
+        )
     return "; ".join(", ".join(f"{k}={v}" for k, v in s.items()) for s in shapes)

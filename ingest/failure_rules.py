@@ -47,8 +47,12 @@ def _codes(values: list[Any]) -> tuple[list[Any], np.ndarray] | None:
 
 
 def failing_settings(
-    traj: TrajectoryRecord, params: list[str], failed: np.ndarray, min_rate: float,
-    min_group: int, limit: int,
+    traj: TrajectoryRecord,
+    params: list[str],
+    failed: np.ndarray,
+    min_rate: float,
+    min_group: int,
+    limit: int,
 ) -> list[FailureRule]:
     """The settings of `params` whose failure rate is at least `min_rate`, best first."""
     attempts = traj.attempts
@@ -73,8 +77,9 @@ def failing_settings(
         fails = np.bincount(codes, weights=failed, minlength=len(values))
         for code in np.flatnonzero(kept(totals, fails)):
             value = values[code]
-            found.append((int(fails[code]), fails[code] / totals[code], order,
-                          {param: value}, codes == code))
+            found.append(
+                (int(fails[code]), fails[code] / totals[code], order, {param: value}, codes == code)
+            )
             if fails[code] >= min_rate * totals[code]:
                 chosen_values.add((param, str(value)))
             order += 1
@@ -87,8 +92,9 @@ def failing_settings(
             a, b = v1[code // len(v2)], v2[code % len(v2)]
             if (p1, str(a)) in chosen_values or (p2, str(b)) in chosen_values:
                 continue
-            found.append((int(fails[code]), fails[code] / totals[code], order,
-                          {p1: a, p2: b}, joint == code))
+            found.append(
+                (int(fails[code]), fails[code] / totals[code], order, {p1: a, p2: b}, joint == code)
+            )
             order += 1
     found.sort(key=lambda f: (-f[0], -f[1], f[2]))
     rules = []
@@ -96,7 +102,13 @@ def failing_settings(
         members = np.flatnonzero(mask & failed)
         categories = Counter(attempts[int(i)].error_category or "other" for i in members)
         category = sorted(categories.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
-        example = next((attempts[int(i)].error for i in members
-                        if attempts[int(i)].error_category == category), None)
+        example = next(
+            (
+                attempts[int(i)].error
+                for i in members
+                if attempts[int(i)].error_category == category
+            ),
+            None,
+        )
         rules.append(FailureRule(avoid, int(mask.sum()), n_failed, float(rate), category, example))
     return rules

@@ -61,8 +61,14 @@ def describe_task(traj: TrajectoryRecord) -> str:
         device = f"{raw} ({ctx.chip}, {ctx.backend})"
     else:
         device = f"{ctx.chip} ({ctx.backend})"
-    details = [d for d in (task.kernel if task.kernel != task.op else None,
-                           signature_text(task.signature, task.kernel)) if d]
+    details = [
+        d
+        for d in (
+            task.kernel if task.kernel != task.op else None,
+            signature_text(task.signature, task.kernel),
+        )
+        if d
+    ]
     scope = f"model {ctx.model}" if ctx.model else ""
     if ctx.scenario:
         scope = f"{scope}, {ctx.scenario}".strip(", ")

@@ -74,7 +74,8 @@ class MemoryIndex(VectorIndex):
         with self._lock:
             if self._vectors.size == 0:
                 self._vectors = np.zeros((0, vectors.shape[1]), dtype=np.float32)
-            new_rows, new_codes = [], []
+            new_rows: list[int] = []
+            new_codes: list[int] = []
             for i, lesson_id in enumerate(ids):
                 code = self._code(metadatas[i]["tenant"])
                 if lesson_id in self._pos:

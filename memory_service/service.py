@@ -20,7 +20,6 @@ from memory_service.index import VectorIndex, create_index
 from memory_service.models import IngestSummary
 from memory_service.schema import Lesson, LessonValue, Outcome, Retrieval
 from memory_service.service_learning import LearningLoop
-from memory_service.service_lessons import LessonStore
 from memory_service.settings import Settings
 from memory_service.store import create_store_engine
 from memory_service.values import rebuild_values
@@ -28,7 +27,7 @@ from memory_service.values import rebuild_values
 ProgressFn = Callable[[int, int], None]
 
 
-class MemoryService(LessonStore, LearningLoop):
+class MemoryService(LearningLoop):
     """Value-driven lesson memory over one SQL store, one vector index and one embedder."""
 
     def __init__(

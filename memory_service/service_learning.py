@@ -29,14 +29,14 @@ from memory_service.models import (
     ValueNow,
 )
 from memory_service.schema import Lesson, LessonValue, Outcome, Retrieval, utcnow
-from memory_service.service_lessons import _ServiceState
+from memory_service.service_lessons import LessonStore
 from memory_service.values import apply_reward, compute_reward
 from retrieval.gating import Query, gate
 from retrieval.ranking import Candidate, rank, recall_size
 from retrieval.values import ScopeStats, ValueEstimate, value_estimate
 
 
-class LearningLoop(_ServiceState):
+class LearningLoop(LessonStore):
     """Retrieval, outcome reports and lesson histories."""
 
     # --------------------------------------------------------------- retrieval

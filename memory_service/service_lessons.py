@@ -143,9 +143,13 @@ class LessonStore(_ServiceState):
         for candidate_id, sim in self.index.query(vector, 3, tenant):
             if sim < threshold:
                 break
-            other = session.get(Lesson, candidate_id)
-            if other is not None and other.status == "active" and self._same_conditions(other, row):
-                return other.id
+            stored = session.get(Lesson, candidate_id)
+            if (
+                stored is not None
+                and stored.status == "active"
+                and self._same_conditions(stored, row)
+            ):
+                return stored.id
         return None
 
     @staticmethod
@@ -182,7 +186,7 @@ class LessonStore(_ServiceState):
         tenant: str | None = None,
     ) -> LessonList:
         tenant = tenant or self.settings.tenant
-        conditions = [Lesson.tenant == tenant]
+        conditions: list[Any] = [Lesson.tenant == tenant]
         if status != "all":
             conditions.append(Lesson.status == status)
         if kind:

@@ -53,7 +53,7 @@ class Settings(BaseSettings):
     batch_size: int = Field(256, ge=1, description="ingest embedding/commit batch size")
 
     def ranking(self, **overrides: object) -> RankingSettings:
-        values = {
+        values: dict[str, object] = {
             "lam": self.lam,
             "k": self.k,
             "k_recall": self.k_recall,
@@ -65,7 +65,7 @@ class Settings(BaseSettings):
             "backoff": self.backoff,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
-        return RankingSettings(**values)  # type: ignore[arg-type]
+        return RankingSettings(**values)  # type: ignore[arg-type]  # knobs of mixed types
 
     def resolved_database_url(self) -> str:
         if self.database_url:

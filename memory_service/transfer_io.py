@@ -123,16 +123,17 @@ def import_bundle(service: Any, path: Path, tenant: str) -> dict[str, int]:
                     session.add(Retrieval.model_validate(data))
                     have_retrievals.add(data["id"])
                 elif kind == "outcome":
-                    row = Outcome.model_validate(data)
-                    duplicate = (row.idempotency_key and row.idempotency_key in have_keys) or (
-                        (row.retrieval_id, str(row.created_at)) in have_outcomes
+                    outcome = Outcome.model_validate(data)
+                    key = outcome.idempotency_key
+                    duplicate = (key and key in have_keys) or (
+                        (outcome.retrieval_id, str(outcome.created_at)) in have_outcomes
                     )
                     if duplicate:
                         continue
-                    session.add(row)
-                    have_outcomes.add((row.retrieval_id, str(row.created_at)))
-                    if row.idempotency_key:
-                        have_keys.add(row.idempotency_key)
+                    session.add(outcome)
+                    have_outcomes.add((outcome.retrieval_id, str(outcome.created_at)))
+                    if key:
+                        have_keys.add(key)
                 else:
                     continue
                 added[kind] += 1

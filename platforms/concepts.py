@@ -44,113 +44,178 @@ def _s(singular: str) -> Term:
 
 
 CONCEPTS: tuple[Concept, ...] = (
-    Concept("shared_memory", "fast on-chip memory shared by one block/workgroup", {
-        "cuda": (_t("shared memory"), _t("smem"), _t("SMEM")),
-        "hip": (_t("LDS"), _t("local data share")),
-        "ascend": (_t("Unified Buffer (UB)"), _t("Unified Buffer"), _t("UB")),
-        "xpu": (_t("shared local memory (SLM)"), _t("shared local memory"), _t("SLM")),
-        "cpu": (_t("L1/L2 cache"),),
-    }),
-    Concept("warp", "the lock-step group of threads that executes one instruction", {
-        "cuda": (_s("warp"),),
-        "hip": (_s("wavefront"), _s("wave")),
-        "ascend": (_t("vector unit lanes"),),
-        "xpu": (_s("sub-group"), _s("subgroup")),
-        "cpu": (_t("SIMD vector", "SIMD vectors"),),
-    }),
-    Concept("warp_shuffle", "exchange of registers between lanes of one warp", {
-        "cuda": (_s("warp shuffle"), _t("__shfl_xor_sync"), _t("__shfl_sync")),
-        "hip": (_t("wavefront cross-lane operation", "wavefront cross-lane operations"),
-                _t("__shfl_xor"), _t("__shfl"), _t("DPP")),
-        "ascend": (_s("vector reduction instruction"),),
-        "xpu": (_s("sub-group shuffle"),),
-        "cpu": (_s("SIMD shuffle"),),
-    }),
-    Concept("matrix_unit", "dedicated matrix-multiply-accumulate hardware", {
-        "cuda": (_s("tensor core"), _s("Tensor Core")),
-        "hip": (_s("matrix core"), _t("MFMA")),
-        "ascend": (_t("Cube unit", "Cube units"), _t("Cube")),
-        "xpu": (_s("XMX engine"), _t("XMX")),
-        "cpu": (_t("AMX/VNNI unit", "AMX/VNNI units"),),
-    }),
-    Concept("compute_unit", "the processor that runs blocks/workgroups", {
-        "cuda": (_t("SM", "SMs"), _s("streaming multiprocessor")),
-        "hip": (_t("CU", "CUs"), _s("compute unit")),
-        "ascend": (_t("AI Core", "AI Cores"),),
-        "xpu": (_t("Xe core", "Xe cores"),),
-        "cpu": (_t("CPU core", "CPU cores"),),
-    }),
-    Concept("thread_block", "the group of threads scheduled together on one compute unit", {
-        "cuda": (_s("thread block"), _t("CTA", "CTAs")),
-        "hip": (_s("workgroup"), _s("work-group")),
-        "ascend": (_t("block (one per AI Core)", "blocks (one per AI Core)"),),
-        "xpu": (_s("work-group"),),
-        "cpu": (_s("program instance"),),
-    }),
-    Concept("block_barrier", "barrier among the threads of one block", {
-        "cuda": (_t("__syncthreads()"), _t("__syncthreads")),
-        "hip": (_t("__syncthreads()"), _t("__syncthreads"), _t("s_barrier")),
-        "ascend": (_t("pipe barrier (PipeBarrier)"), _t("PipeBarrier"), _t("pipe barrier")),
-        "xpu": (_t("group barrier"),),
-        "cpu": (_t("thread barrier"),),
-    }),
-    Concept("async_copy", "asynchronous copy from global to on-chip memory", {
-        "cuda": (_t("cp.async"), _t("TMA"), _t("Tensor Memory Accelerator")),
-        "hip": (_t("direct-to-LDS buffer_load"), _t("buffer_load")),
-        "ascend": (_t("MTE (memory transfer engine)"), _t("MTE"),
-                   _t("memory transfer engine")),
-        "xpu": (_t("2D block load", "2D block loads"),),
-        "cpu": (_t("software prefetch"),),
-    }),
-    Concept("registers", "per-thread register file", {
-        "cuda": (_s("register"),),
-        "hip": (_t("VGPR", "VGPRs"), _s("vector register")),
-        "ascend": (_s("register"),),
-        "xpu": (_t("GRF", "GRFs"), _s("register")),
-        "cpu": (_t("vector register", "vector registers"),),
-    }),
-    Concept("occupancy", "resident warps per compute unit relative to the maximum", {
-        "cuda": (_t("occupancy"),),
-        "hip": (_t("occupancy"),),
-        "ascend": (_t("AI Core utilisation"),),
-        "xpu": (_t("occupancy"),),
-        "cpu": (_t("core utilisation"),),
-    }),
-    Concept("global_memory", "off-chip device memory (HBM/GDDR)", {
-        "cuda": (_t("global memory"),),
-        "hip": (_t("global memory"),),
-        "ascend": (_t("Global Memory (GM)"), _t("Global Memory"), _t("GM")),
-        "xpu": (_t("global memory"),),
-        "cpu": (_t("main memory"),),
-    }),
-    Concept("l2_cache", "last on-chip cache level shared by all compute units", {
-        "cuda": (_t("L2 cache"), _t("L2")),
-        "hip": (_t("L2 cache"), _t("L2"), _t("Infinity Cache")),
-        "ascend": (_t("L2 cache"), _t("L2")),
-        "xpu": (_t("L2 cache"), _t("L2")),
-        "cpu": (_t("last-level cache"), _t("LLC")),
-    }),
-    Concept("num_warps", "Triton's launch parameter for warps (wavefronts on AMD) per program", {
-        backend: (_t("num_warps"),) for backend in ("cuda", "hip", "xpu", "cpu")
-    }),
-    Concept("stream", "ordered queue of device work", {
-        "cuda": (_t("CUDA stream", "CUDA streams"),),
-        "hip": (_t("HIP stream", "HIP streams"),),
-        "ascend": (_t("ACL stream", "ACL streams"),),
-        "xpu": (_t("SYCL queue", "SYCL queues"),),
-    }),
-    Concept("profiler", "kernel-level profiler", {
-        "cuda": (_t("Nsight Compute"), _t("ncu")),
-        "hip": (_t("rocprof"),),
-        "ascend": (_t("msprof"),),
-        "xpu": (_t("VTune"),),
-        "cpu": (_t("perf"),),
-    }),
-    Concept("compiler", "device-code compiler driver", {
-        "cuda": (_t("nvcc"),),
-        "hip": (_t("hipcc"),),
-        "xpu": (_t("icpx"),),
-    }),
+    Concept(
+        "shared_memory",
+        "fast on-chip memory shared by one block/workgroup",
+        {
+            "cuda": (_t("shared memory"), _t("smem"), _t("SMEM")),
+            "hip": (_t("LDS"), _t("local data share")),
+            "ascend": (_t("Unified Buffer (UB)"), _t("Unified Buffer"), _t("UB")),
+            "xpu": (_t("shared local memory (SLM)"), _t("shared local memory"), _t("SLM")),
+            "cpu": (_t("L1/L2 cache"),),
+        },
+    ),
+    Concept(
+        "warp",
+        "the lock-step group of threads that executes one instruction",
+        {
+            "cuda": (_s("warp"),),
+            "hip": (_s("wavefront"), _s("wave")),
+            "ascend": (_t("vector unit lanes"),),
+            "xpu": (_s("sub-group"), _s("subgroup")),
+            "cpu": (_t("SIMD vector", "SIMD vectors"),),
+        },
+    ),
+    Concept(
+        "warp_shuffle",
+        "exchange of registers between lanes of one warp",
+        {
+            "cuda": (_s("warp shuffle"), _t("__shfl_xor_sync"), _t("__shfl_sync")),
+            "hip": (
+                _t("wavefront cross-lane operation", "wavefront cross-lane operations"),
+                _t("__shfl_xor"),
+                _t("__shfl"),
+                _t("DPP"),
+            ),
+            "ascend": (_s("vector reduction instruction"),),
+            "xpu": (_s("sub-group shuffle"),),
+            "cpu": (_s("SIMD shuffle"),),
+        },
+    ),
+    Concept(
+        "matrix_unit",
+        "dedicated matrix-multiply-accumulate hardware",
+        {
+            "cuda": (_s("tensor core"), _s("Tensor Core")),
+            "hip": (_s("matrix core"), _t("MFMA")),
+            "ascend": (_t("Cube unit", "Cube units"), _t("Cube")),
+            "xpu": (_s("XMX engine"), _t("XMX")),
+            "cpu": (_t("AMX/VNNI unit", "AMX/VNNI units"),),
+        },
+    ),
+    Concept(
+        "compute_unit",
+        "the processor that runs blocks/workgroups",
+        {
+            "cuda": (_t("SM", "SMs"), _s("streaming multiprocessor")),
+            "hip": (_t("CU", "CUs"), _s("compute unit")),
+            "ascend": (_t("AI Core", "AI Cores"),),
+            "xpu": (_t("Xe core", "Xe cores"),),
+            "cpu": (_t("CPU core", "CPU cores"),),
+        },
+    ),
+    Concept(
+        "thread_block",
+        "the group of threads scheduled together on one compute unit",
+        {
+            "cuda": (_s("thread block"), _t("CTA", "CTAs")),
+            "hip": (_s("workgroup"), _s("work-group")),
+            "ascend": (_t("block (one per AI Core)", "blocks (one per AI Core)"),),
+            "xpu": (_s("work-group"),),
+            "cpu": (_s("program instance"),),
+        },
+    ),
+    Concept(
+        "block_barrier",
+        "barrier among the threads of one block",
+        {
+            "cuda": (_t("__syncthreads()"), _t("__syncthreads")),
+            "hip": (_t("__syncthreads()"), _t("__syncthreads"), _t("s_barrier")),
+            "ascend": (_t("pipe barrier (PipeBarrier)"), _t("PipeBarrier"), _t("pipe barrier")),
+            "xpu": (_t("group barrier"),),
+            "cpu": (_t("thread barrier"),),
+        },
+    ),
+    Concept(
+        "async_copy",
+        "asynchronous copy from global to on-chip memory",
+        {
+            "cuda": (_t("cp.async"), _t("TMA"), _t("Tensor Memory Accelerator")),
+            "hip": (_t("direct-to-LDS buffer_load"), _t("buffer_load")),
+            "ascend": (_t("MTE (memory transfer engine)"), _t("MTE"), _t("memory transfer engine")),
+            "xpu": (_t("2D block load", "2D block loads"),),
+            "cpu": (_t("software prefetch"),),
+        },
+    ),
+    Concept(
+        "registers",
+        "per-thread register file",
+        {
+            "cuda": (_s("register"),),
+            "hip": (_t("VGPR", "VGPRs"), _s("vector register")),
+            "ascend": (_s("register"),),
+            "xpu": (_t("GRF", "GRFs"), _s("register")),
+            "cpu": (_t("vector register", "vector registers"),),
+        },
+    ),
+    Concept(
+        "occupancy",
+        "resident warps per compute unit relative to the maximum",
+        {
+            "cuda": (_t("occupancy"),),
+            "hip": (_t("occupancy"),),
+            "ascend": (_t("AI Core utilisation"),),
+            "xpu": (_t("occupancy"),),
+            "cpu": (_t("core utilisation"),),
+        },
+    ),
+    Concept(
+        "global_memory",
+        "off-chip device memory (HBM/GDDR)",
+        {
+            "cuda": (_t("global memory"),),
+            "hip": (_t("global memory"),),
+            "ascend": (_t("Global Memory (GM)"), _t("Global Memory"), _t("GM")),
+            "xpu": (_t("global memory"),),
+            "cpu": (_t("main memory"),),
+        },
+    ),
+    Concept(
+        "l2_cache",
+        "last on-chip cache level shared by all compute units",
+        {
+            "cuda": (_t("L2 cache"), _t("L2")),
+            "hip": (_t("L2 cache"), _t("L2"), _t("Infinity Cache")),
+            "ascend": (_t("L2 cache"), _t("L2")),
+            "xpu": (_t("L2 cache"), _t("L2")),
+            "cpu": (_t("last-level cache"), _t("LLC")),
+        },
+    ),
+    Concept(
+        "num_warps",
+        "Triton's launch parameter for warps (wavefronts on AMD) per program",
+        {backend: (_t("num_warps"),) for backend in ("cuda", "hip", "xpu", "cpu")},
+    ),
+    Concept(
+        "stream",
+        "ordered queue of device work",
+        {
+            "cuda": (_t("CUDA stream", "CUDA streams"),),
+            "hip": (_t("HIP stream", "HIP streams"),),
+            "ascend": (_t("ACL stream", "ACL streams"),),
+            "xpu": (_t("SYCL queue", "SYCL queues"),),
+        },
+    ),
+    Concept(
+        "profiler",
+        "kernel-level profiler",
+        {
+            "cuda": (_t("Nsight Compute"), _t("ncu")),
+            "hip": (_t("rocprof"),),
+            "ascend": (_t("msprof"),),
+            "xpu": (_t("VTune"),),
+            "cpu": (_t("perf"),),
+        },
+    ),
+    Concept(
+        "compiler",
+        "device-code compiler driver",
+        {
+            "cuda": (_t("nvcc"),),
+            "hip": (_t("hipcc"),),
+            "xpu": (_t("icpx"),),
+        },
+    ),
 )
 
 
@@ -201,8 +266,9 @@ def _match_case(found: str, listed: str, replacement: str) -> str:
     return replacement
 
 
-def _adjust_warp_width(text: str, source_width: int, target_width: int,
-                       subs: list[tuple[str, str]]) -> str:
+def _adjust_warp_width(
+    text: str, source_width: int, target_width: int, subs: list[tuple[str, str]]
+) -> str:
     """Change the warp width only where the text states it as the warp width."""
     n = str(source_width)
     unit = r"(?:warps?|wavefronts?|waves?|sub-?groups?)"
@@ -224,8 +290,9 @@ def _adjust_warp_width(text: str, source_width: int, target_width: int,
     return text
 
 
-def render(text: str, source_backend: str, target_backend: str,
-           target_warp_size: int | None = None) -> RenderedText:
+def render(
+    text: str, source_backend: str, target_backend: str, target_warp_size: int | None = None
+) -> RenderedText:
     """Rewrite a lesson written for `source_backend` in `target_backend`'s terms.
 
     Args:
@@ -270,8 +337,9 @@ _BACKEND_ONLY_PARAMS: dict[str, frozenset[str]] = {
 }
 
 
-def translate_params(params: dict[str, object], source_backend: str,
-                     target_backend: str) -> dict[str, object]:
+def translate_params(
+    params: dict[str, object], source_backend: str, target_backend: str
+) -> dict[str, object]:
     """Carry a structured hint (launch/tuning parameters) from one backend to another.
 
     Triton and Kernel Tuner parameters mean the same on every backend (num_warps counts warps

@@ -30,9 +30,29 @@ class UnknownChipError(ValueError):
 
 _NOISE_TOKENS = frozenset(
     {
-        "nvidia", "amd", "intel", "huawei", "tesla", "geforce", "instinct", "graphics",
-        "modal", "corporation", "gpu", "r", "tm", "oam", "sxm", "sxm4", "sxm5", "sxm6",
-        "hbm", "hbm2", "hbm2e", "hbm3", "hbm3e",
+        "nvidia",
+        "amd",
+        "intel",
+        "huawei",
+        "tesla",
+        "geforce",
+        "instinct",
+        "graphics",
+        "modal",
+        "corporation",
+        "gpu",
+        "r",
+        "tm",
+        "oam",
+        "sxm",
+        "sxm4",
+        "sxm5",
+        "sxm6",
+        "hbm",
+        "hbm2",
+        "hbm2e",
+        "hbm3",
+        "hbm3e",
     }
 )
 _MEMORY_SIZE = re.compile(r"^\d+(gb|g)$")

@@ -25,7 +25,9 @@ FORMAT = "kernelbench-run"
 FOLDER = True
 
 RESULTS_FILE = "eval_results.json"
-_KERNEL = re.compile(r"^level_(?P<level>\d+)_problem_(?P<problem>\d+)_sample_(?P<sample>\d+)_kernel\.py$")
+_KERNEL = re.compile(
+    r"^level_(?P<level>\d+)_problem_(?P<problem>\d+)_sample_(?P<sample>\d+)_kernel\.py$"
+)
 _LEVEL_IN_NAME = re.compile(r"level_?(\d+)")
 
 
@@ -81,7 +83,9 @@ def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
             source_format=FORMAT,
             source=source,
             task=TaskSpec(
-                op=f"kernelbench_level{level}_problem{problem}" if level else f"kernelbench_problem{problem}",
+                op=f"kernelbench_level{level}_problem{problem}"
+                if level
+                else f"kernelbench_problem{problem}",
                 kernel=f"level_{level}_problem_{problem}",
                 signature={"level": level, "problem_id": str(problem)},
             ),

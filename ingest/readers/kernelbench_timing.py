@@ -34,11 +34,11 @@ _PROBLEM = re.compile(r"^(?P<id>\d+)_(?P<name>.+?)\.py$")
 
 
 def mode_name(file_mode: str) -> str:
-    """"torch" -> "eager"; "torch_compile_inductor_default" -> "torch.compile inductor default"."""
+    """ "torch" -> "eager"; "torch_compile_inductor_default" -> "torch.compile inductor default"."""
     if file_mode == "torch":
         return "eager"
     if file_mode.startswith("torch_compile_"):
-        return "torch.compile " + " ".join(file_mode[len("torch_compile_"):].split("_"))
+        return "torch.compile " + " ".join(file_mode[len("torch_compile_") :].split("_"))
     return file_mode.replace("_", " ")
 
 
@@ -102,7 +102,10 @@ def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
 
 
 def _trajectory(
-    source: str, gpu_folder: str, level: str, key: tuple[int, int, str],
+    source: str,
+    gpu_folder: str,
+    level: str,
+    key: tuple[int, int, str],
     modes: list[tuple[str, dict[str, Any]]],
 ) -> TrajectoryRecord:
     level_no, problem_id, problem = key
@@ -120,7 +123,9 @@ def _trajectory(
                 params={"mode": mode},
                 latency_ms=float(entry["mean"]),
                 latency_min_ms=float(entry["min"]) if is_number(entry.get("min")) else None,
-                repetitions=int(entry["num_trials"]) if is_number(entry.get("num_trials")) else None,
+                repetitions=int(entry["num_trials"])
+                if is_number(entry.get("num_trials"))
+                else None,
                 metrics=metrics,
             )
         )

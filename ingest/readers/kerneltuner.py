@@ -39,9 +39,13 @@ def detect(path: Path) -> bool:
     if not (path.name.endswith(".json") or path.name.endswith(".json.gz")):
         return False
     first = head(path, 4096)
-    return first.lstrip().startswith(b"{") and (
-        b'"device_name"' in first or b'"tune_params_keys"' in first or b'"kernel_name"' in first
-    ) and b'"results"' not in first
+    return (
+        first.lstrip().startswith(b"{")
+        and (
+            b'"device_name"' in first or b'"tune_params_keys"' in first or b'"kernel_name"' in first
+        )
+        and b'"results"' not in first
+    )
 
 
 def _stem(path: Path) -> str:
@@ -147,4 +151,3 @@ def _fastest(times: Any) -> float | None:
     except TypeError:
         return None
     return float(fastest) if is_number(fastest) and is_number(max(times)) else None
-

@@ -69,10 +69,17 @@ def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
         blobs.append(blob)
     if not programs:
         raise FormatMismatchError(path, "no usable program")
-    programs.sort(key=lambda p: (_int(p.get("iteration_found")), _int(p.get("generation")),
-                                 str(p.get("id"))))
-    metric_key = next((k for k in LATENCY_METRICS if any(
-        is_number(p.get("metrics", {}).get(k)) for p in programs)), None)
+    programs.sort(
+        key=lambda p: (_int(p.get("iteration_found")), _int(p.get("generation")), str(p.get("id")))
+    )
+    metric_key = next(
+        (
+            k
+            for k in LATENCY_METRICS
+            if any(is_number(p.get("metrics", {}).get(k)) for p in programs)
+        ),
+        None,
+    )
     attempts = [_attempt(i, p, metric_key) for i, p in enumerate(programs)]
     device = meta.get("chip") or meta.get("device")
     chip = chip_context(str(device) if device else None)
@@ -81,7 +88,9 @@ def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
     yield TrajectoryRecord(
         source_format=FORMAT,
         source=f"{_run_name(path)}/{path.name}@{digest_of(blobs)}",
-        task=TaskSpec(op=op, kernel=meta.get("kernel"), signature=dict(meta.get("signature") or {})),
+        task=TaskSpec(
+            op=op, kernel=meta.get("kernel"), signature=dict(meta.get("signature") or {})
+        ),
         context=ContextSpec(chip=chip.chip, backend=chip.backend, chip_raw=device),
         attempts=attempts,
         evidence={
@@ -118,8 +127,11 @@ def _attempt(index: int, program: dict[str, Any], metric_key: str | None) -> Att
     latency = metrics.get(metric_key) if metric_key and category is None else None
     return AttemptRecord(
         index=index,
-        params={"program_id": str(program.get("id")), "parent_id": program.get("parent_id"),
-                "generation": program.get("generation")},
+        params={
+            "program_id": str(program.get("id")),
+            "parent_id": program.get("parent_id"),
+            "generation": program.get("generation"),
+        },
         code=program["code"],
         compiled=compiled,
         correct=correct,

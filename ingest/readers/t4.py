@@ -27,8 +27,15 @@ from ingest.sources import head, is_number, load_json, source_label
 
 FORMAT = "t4"
 
-_TIME_UNITS = {"ms": 1.0, "milliseconds": 1.0, "miliseconds": 1.0, "s": 1e3, "seconds": 1e3,
-               "us": 1e-3, "microseconds": 1e-3}
+_TIME_UNITS = {
+    "ms": 1.0,
+    "milliseconds": 1.0,
+    "miliseconds": 1.0,
+    "s": 1e3,
+    "seconds": 1e3,
+    "us": 1e-3,
+    "microseconds": 1e-3,
+}
 
 
 def detect(path: Path) -> bool:

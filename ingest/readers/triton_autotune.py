@@ -40,7 +40,9 @@ def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
         raise FormatMismatchError(path, "no 'configs_timings' list")
     key = doc.get("key")
     key_list = key if isinstance(key, list) else [key]
-    dtypes = [k.removeprefix("torch.") for k in key_list if isinstance(k, str) and k.startswith("torch.")]
+    dtypes = [
+        k.removeprefix("torch.") for k in key_list if isinstance(k, str) and k.startswith("torch.")
+    ]
     kernel = path.name[: -len(SUFFIX)]
     attempts: list[AttemptRecord] = []
     for position, pair in enumerate(doc["configs_timings"]):
@@ -63,8 +65,12 @@ def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
         ),
         context=ContextSpec(chip=chip.chip, backend=chip.backend),
         attempts=attempts,
-        evidence={"tool": "triton.autotune", "timings": "do_bench quantiles 0.5, 0.2, 0.8 (ms)",
-                  "chip_from": "none", "path": str(path)},
+        evidence={
+            "tool": "triton.autotune",
+            "timings": "do_bench quantiles 0.5, 0.2, 0.8 (ms)",
+            "chip_from": "none",
+            "path": str(path),
+        },
     )
 
 

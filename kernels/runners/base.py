@@ -31,7 +31,9 @@ class EvalResult:
     def feasible(self) -> bool:
         return self.compiled and self.correct is not False and self.error_category is None
 
-    def to_attempt(self, index: int, params: dict[str, Any], code: str | None = None) -> AttemptRecord:
+    def to_attempt(
+        self, index: int, params: dict[str, Any], code: str | None = None
+    ) -> AttemptRecord:
         return AttemptRecord(
             index=index,
             params=dict(params),

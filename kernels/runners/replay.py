@@ -107,9 +107,7 @@ class Recording:
 
     def feasible(self) -> dict[tuple[Any, ...], float]:
         """Every configuration with a recorded time, mapped to that time."""
-        return {
-            k: m.latency_ms for k, m in self.measurements.items() if m.latency_ms is not None
-        }
+        return {k: m.latency_ms for k, m in self.measurements.items() if m.latency_ms is not None}
 
     def best(self) -> tuple[dict[str, Any], float]:
         """The recorded optimum: its configuration and latency (ms)."""

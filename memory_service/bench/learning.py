@@ -171,7 +171,10 @@ def run_arm(
         live.service.ingest([_trajectory(s) for s in sources])
         with MemoryClient(live.url) as client:
             settings: dict[str, Any] = {
-                "seed": seed, "k": k, "widen_k": WIDEN_K, "options": options
+                "seed": seed,
+                "k": k,
+                "widen_k": WIDEN_K,
+                "options": options,
             }
             for i, source in enumerate(source_order(sources, seed)):
                 # A source run does not see its own chip's lessons: the values it leaves are

@@ -48,9 +48,7 @@ def test_naive_transfer_tries_each_source_best_once(
 
 
 @pytest.mark.slow
-def test_quick_run_writes_json_markdown_and_plot(
-    tmp_path: Path, make_synthetic_cache: Any
-) -> None:
+def test_quick_run_writes_json_markdown_and_plot(tmp_path: Path, make_synthetic_cache: Any) -> None:
     caches = tmp_path / "caches"
     caches.mkdir()
     make_synthetic_cache(caches / "A100.json.gz")
@@ -90,14 +88,24 @@ def test_markdown_reports_held_out_and_development_kernels_apart(tmp_path: Path)
     def entry(op: str, value: float) -> dict[str, Any]:
         spread = {"mean": value, "std": 0.0, "min": value, "max": value}
         hits = {"reached": 1, "of": 1, "median": 1, "per_seed": [1]}
-        arm = {"fraction_at": {str(m): spread for m in (1, 5, 10, 20)},
-               "attempts_to_90": hits, "attempts_to_95": hits, "first_attempt_feasible": 1.0}
+        arm = {
+            "fraction_at": {str(m): spread for m in (1, 5, 10, 20)},
+            "attempts_to_90": hits,
+            "attempts_to_95": hits,
+            "first_attempt_feasible": 1.0,
+        }
         return {"op": op, "arms": {"value": arm}, "naive_transfer": {"x": 0.5}}
 
     report = {
-        "caches": "c", "seeds": 1, "budget": 20, "k": 5, "elapsed_s": 1.0,
-        "machine": {"node": "n", "processor": "p"}, "arms": {"value": {}},
-        "development_ops": ["conv"], "development_note": "Development kernel: conv.",
+        "caches": "c",
+        "seeds": 1,
+        "budget": 20,
+        "k": 5,
+        "elapsed_s": 1.0,
+        "machine": {"node": "n", "processor": "p"},
+        "arms": {"value": {}},
+        "development_ops": ["conv"],
+        "development_note": "Development kernel: conv.",
         "targets": {"conv/a": entry("conv", 0.5), "dedisp/a": entry("dedisp", 0.9)},
     }
     path = tmp_path / "r.md"

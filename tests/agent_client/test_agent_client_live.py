@@ -94,18 +94,36 @@ def test_killed_run_resumes_where_it_stopped(live: tuple[str, Path], tmp_path: P
     url, task = live
     checkpoint = tmp_path / "agent.sqlite"
     with MemoryClient(url) as client, pytest.raises(KeyboardInterrupt):
-        run_graph(CrashingRunner(task, crash_at=3), create_proposer("structured"), client, 6,
-                  run_id="run-1", checkpoint=checkpoint)
+        run_graph(
+            CrashingRunner(task, crash_at=3),
+            create_proposer("structured"),
+            client,
+            6,
+            run_id="run-1",
+            checkpoint=checkpoint,
+        )
     resumed_runner = CrashingRunner(task, crash_at=99)
     with MemoryClient(url) as client:
-        result = run_graph(resumed_runner, create_proposer("structured"), client, 6,
-                           run_id="run-1", checkpoint=checkpoint)
+        result = run_graph(
+            resumed_runner,
+            create_proposer("structured"),
+            client,
+            6,
+            run_id="run-1",
+            checkpoint=checkpoint,
+        )
     assert [a["index"] for a in result.attempts] == list(range(6))
     assert resumed_runner.calls == 3  # attempts 0-2 were not evaluated again
     assert len({tuple(a["config"].values()) for a in result.attempts}) == 6
     # Calling again with the finished run's id returns it without doing anything.
-    again = run_graph(CrashingRunner(task, crash_at=0), create_proposer("structured"), None, 6,
-                      run_id="run-1", checkpoint=checkpoint)
+    again = run_graph(
+        CrashingRunner(task, crash_at=0),
+        create_proposer("structured"),
+        None,
+        6,
+        run_id="run-1",
+        checkpoint=checkpoint,
+    )
     assert again.attempts == result.attempts
 
 
@@ -113,10 +131,22 @@ def test_report_retried_after_a_kill_counts_once(live: tuple[str, Path], tmp_pat
     url, task = live
     checkpoint = tmp_path / "agent.sqlite"
     with pytest.raises(KeyboardInterrupt):
-        run_graph(ReplayRunner(path=task), create_proposer("structured"), ReportThenDie(url, 1), 3,
-                  run_id="run-2", checkpoint=checkpoint)
-    result = run_graph(ReplayRunner(path=task), create_proposer("structured"),
-                       ReportThenDie(url, 0), 3, run_id="run-2", checkpoint=checkpoint)
+        run_graph(
+            ReplayRunner(path=task),
+            create_proposer("structured"),
+            ReportThenDie(url, 1),
+            3,
+            run_id="run-2",
+            checkpoint=checkpoint,
+        )
+    result = run_graph(
+        ReplayRunner(path=task),
+        create_proposer("structured"),
+        ReportThenDie(url, 0),
+        3,
+        run_id="run-2",
+        checkpoint=checkpoint,
+    )
     first = result.attempts[0]
     assert first["used"], "the first attempt credits the exemplar it tried"
     history = _history(url, first["used"][0])
@@ -127,8 +157,12 @@ def test_same_idempotency_key_is_recorded_once(live: tuple[str, Path]) -> None:
     url, _ = live
     with MemoryClient(url) as client:
         retrieval = client.retrieve(
-            {"op": "synthetic"}, {"chip": "a4000"}, "draft", k=1,
-            query="fastest synthetic configuration", options={"similarity_floor": -1.0},
+            {"op": "synthetic"},
+            {"chip": "a4000"},
+            "draft",
+            k=1,
+            query="fastest synthetic configuration",
+            options={"similarity_floor": -1.0},
         )
         lesson = retrieval.lessons[0].id
         outcome = Outcome(True, True, 1.5)
@@ -152,10 +186,17 @@ def test_finished_run_is_written_back_for_distillation(live: tuple[str, Path]) -
 def test_hidden_chip_lessons_are_never_proposed_nor_credited(live: tuple[str, Path]) -> None:
     url, task = live
     with MemoryClient(url) as client:
-        result = run_graph(ReplayRunner(path=task), create_proposer("structured"), client, 4,
-                           run_id="hidden", hidden_chips=("a100",))
+        result = run_graph(
+            ReplayRunner(path=task),
+            create_proposer("structured"),
+            client,
+            4,
+            run_id="hidden",
+            hidden_chips=("a100",),
+        )
     # Every lesson in memory was recorded on the (synthetic) A100, so none may shape a proposal.
     assert all(not a["used"] and not a["origin"].startswith("exemplar:") for a in result.attempts)
-    shown = run_graph(ReplayRunner(path=task), create_proposer("structured"), MemoryClient(url), 1,
-                      run_id="shown")
+    shown = run_graph(
+        ReplayRunner(path=task), create_proposer("structured"), MemoryClient(url), 1, run_id="shown"
+    )
     assert shown.attempts[0]["used"]

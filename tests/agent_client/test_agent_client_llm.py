@@ -37,8 +37,11 @@ class ChatServer:
                     return
                 content = server.replies.pop(0) if server.replies else "{}"
                 payload = json.dumps(
-                    {"choices": [{"index": 0, "message": {"role": "assistant",
-                                                           "content": content}}]}
+                    {
+                        "choices": [
+                            {"index": 0, "message": {"role": "assistant", "content": content}}
+                        ]
+                    }
                 ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -83,7 +86,11 @@ def _request() -> ProposalRequest:
     history = (AttemptOutcome(0, {"bx": 32, "tx": 1}, True, 3.5),)
     return ProposalRequest(
         TaskDescription(op="conv", chip="w6600", backend="hip"),
-        SPACE, "refine", (lesson,), (), history,
+        SPACE,
+        "refine",
+        (lesson,),
+        (),
+        history,
     )
 
 
@@ -106,8 +113,8 @@ def test_request_carries_task_lessons_and_own_outcomes(chat: Any) -> None:
 def test_unusable_answer_gets_one_repair_round(chat: Any) -> None:
     server = chat(
         [
-            "```json\n{\"config\": {\"bx\": 48, \"tx\": 2}}\n```",
-            "Sure! {\"config\": {\"bx\": 64, \"tx\": 1}, \"used\": []}",
+            '```json\n{"config": {"bx": 48, "tx": 2}}\n```',
+            'Sure! {"config": {"bx": 64, "tx": 1}, "used": []}',
         ]
     )
     proposal = LLMProposer(server.url, model="m").propose(_request())

@@ -18,11 +18,19 @@ TASK = TaskDescription(op="synthetic", chip="a100", backend="cuda")
 
 
 def _lesson(
-    lesson_id: str, hint: dict[str, Any], warning: bool = False, score: float = 1.0,
+    lesson_id: str,
+    hint: dict[str, Any],
+    warning: bool = False,
+    score: float = 1.0,
     transferred: bool = False,
 ) -> RetrievedLesson:
     return RetrievedLesson(
-        id=lesson_id, kind="exemplar", text=lesson_id, hint=hint, warning=warning, score=score,
+        id=lesson_id,
+        kind="exemplar",
+        text=lesson_id,
+        hint=hint,
+        warning=warning,
+        score=score,
         transferred=transferred,
     )
 

@@ -19,22 +19,32 @@ from ingest.records import AttemptRecord, ContextSpec, RejectedRecord, TaskSpec,
 
 
 def _cache(tmp_path: Path, device: str, entries: dict) -> Path:
-    doc = {"device_name": device, "kernel_name": "vector_add_kernel", "problem_size": [1024],
-           "tune_params_keys": ["block_size_x"], "tune_params": {"block_size_x": [32, 64]},
-           "objective": "time", "cache": entries}
+    doc = {
+        "device_name": device,
+        "kernel_name": "vector_add_kernel",
+        "problem_size": [1024],
+        "tune_params_keys": ["block_size_x"],
+        "tune_params": {"block_size_x": [32, 64]},
+        "objective": "time",
+        "cache": entries,
+    }
     path = tmp_path / "synthetic_cache.json.gz"
     path.write_bytes(gzip.compress(json.dumps(doc).encode()))
     return path
 
 
 def test_malformed_cache_entries_become_rejects(tmp_path: Path) -> None:
-    path = _cache(tmp_path, "NVIDIA A100-PCIE-40GB", {
-        "32": {"block_size_x": 32, "time": 1.0, "times": [1.0, 1.1]},
-        "64": {"block_size_x": 64, "time": "CompilationFailedConfig"},
-        "96": {"time": 2.0},
-        "128": {"block_size_x": 128, "time": None},
-        "160": [1, 2],
-    })
+    path = _cache(
+        tmp_path,
+        "NVIDIA A100-PCIE-40GB",
+        {
+            "32": {"block_size_x": 32, "time": 1.0, "times": [1.0, 1.1]},
+            "64": {"block_size_x": 64, "time": "CompilationFailedConfig"},
+            "96": {"time": 2.0},
+            "128": {"block_size_x": 128, "time": None},
+            "160": [1, 2],
+        },
+    )
     records = list(read_any([path]))
     rejects = [r for r in records if isinstance(r, RejectedRecord)]
     (traj,) = [r for r in records if isinstance(r, TrajectoryRecord)]
@@ -56,8 +66,13 @@ def test_unreadable_files_are_rejected_and_the_run_continues(tmp_path: Path) -> 
 
 
 def test_native_round_trip_and_bad_lines(tmp_path: Path) -> None:
-    traj = TrajectoryRecord("h200-run", "runs/x", TaskSpec("softmax", signature={"cols": 1024}),
-                            ContextSpec("h200", "cuda"), [AttemptRecord(0, {"B": 1}, latency_ms=0.5)])
+    traj = TrajectoryRecord(
+        "h200-run",
+        "runs/x",
+        TaskSpec("softmax", signature={"cols": 1024}),
+        ContextSpec("h200", "cuda"),
+        [AttemptRecord(0, {"B": 1}, latency_ms=0.5)],
+    )
     path = tmp_path / "runs.jsonl"
     write_native([traj], path)
     with open(path, "a") as handle:
@@ -75,10 +90,17 @@ def test_native_round_trip_and_bad_lines(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("marker", "category"),
-    [("CompilationFailedConfig", "compile"), ("RuntimeFailedConfig", "runtime"),
-     ("InvalidConfig", "other"), ("ErrorConfig", "other"), ("compile", "compile"),
-     ("runtime", "runtime"), ("correctness", "incorrect"), ("timeout", "timeout"),
-     ("OutOfResources: shared memory", "resources")],
+    [
+        ("CompilationFailedConfig", "compile"),
+        ("RuntimeFailedConfig", "runtime"),
+        ("InvalidConfig", "other"),
+        ("ErrorConfig", "other"),
+        ("compile", "compile"),
+        ("runtime", "runtime"),
+        ("correctness", "incorrect"),
+        ("timeout", "timeout"),
+        ("OutOfResources: shared memory", "resources"),
+    ],
 )
 def test_failure_category_mapping(marker: str, category: str) -> None:
     assert failure_category(marker) == category
@@ -104,16 +126,33 @@ def _synthetic_space() -> TrajectoryRecord:
             for shmem in (0, 1):
                 index = len(attempts)
                 if tile == 8 and shmem == 1:
-                    attempts.append(AttemptRecord(index, {"block": block, "tile": tile, "use_shmem": shmem},
-                                                  compiled=False, correct=None,
-                                                  error_category="compile", error="too much shared memory"))
+                    attempts.append(
+                        AttemptRecord(
+                            index,
+                            {"block": block, "tile": tile, "use_shmem": shmem},
+                            compiled=False,
+                            correct=None,
+                            error_category="compile",
+                            error="too much shared memory",
+                        )
+                    )
                     continue
                 latency = (2.0 if shmem == 0 else 1.0) * (1 + 0.01 * block / 16 + 0.001 * tile)
-                attempts.append(AttemptRecord(index, {"block": block, "tile": tile, "use_shmem": shmem},
-                                              latency_ms=latency))
-    return TrajectoryRecord("synthetic", "synthetic-space", TaskSpec("stencil", signature={"n": 64}),
-                            ContextSpec("a100", "cuda", chip_raw="NVIDIA A100-PCIE-40GB"), attempts,
-                            synthetic=True)
+                attempts.append(
+                    AttemptRecord(
+                        index,
+                        {"block": block, "tile": tile, "use_shmem": shmem},
+                        latency_ms=latency,
+                    )
+                )
+    return TrajectoryRecord(
+        "synthetic",
+        "synthetic-space",
+        TaskSpec("stencil", signature={"n": 64}),
+        ContextSpec("a100", "cuda", chip_raw="NVIDIA A100-PCIE-40GB"),
+        attempts,
+        synthetic=True,
+    )
 
 
 def test_distill_exemplars_effects_and_failures() -> None:
@@ -123,7 +162,9 @@ def test_distill_exemplars_effects_and_failures() -> None:
     best = drafts[0].hint
     assert best["config"] == {"block": 16, "tile": 1, "use_shmem": 1} and best["rank"] == 1
     assert best["ratio_to_first"] == pytest.approx(2.0, rel=1e-6)
-    assert "fastest of 35 valid configurations" in drafts[0].text and "NVIDIA A100" in drafts[0].text
+    assert (
+        "fastest of 35 valid configurations" in drafts[0].text and "NVIDIA A100" in drafts[0].text
+    )
     effects = {(d.hint["param"], d.hint["value"]): d.hint for d in drafts if d.kind == "insight"}
     assert effects[("use_shmem", 1)]["effect"] == "prefer"
     # 20 of 35 valid configs have use_shmem=0, so the overall median sits among them.
@@ -164,9 +205,13 @@ def test_unmeasured_exemplars_group_shapes(shared_data: Path) -> None:
 
 
 def test_near_equal_handful_of_attempts_gives_no_exemplar() -> None:
-    attempts = [AttemptRecord(0, {"mode": "eager"}, latency_ms=1.00),
-                AttemptRecord(1, {"mode": "compile"}, latency_ms=1.05)]
-    traj = TrajectoryRecord("synthetic", "two-modes", TaskSpec("matmul"), ContextSpec("a100", "cuda"), attempts)
+    attempts = [
+        AttemptRecord(0, {"mode": "eager"}, latency_ms=1.00),
+        AttemptRecord(1, {"mode": "compile"}, latency_ms=1.05),
+    ]
+    traj = TrajectoryRecord(
+        "synthetic", "two-modes", TaskSpec("matmul"), ContextSpec("a100", "cuda"), attempts
+    )
     assert [d for d in distill(traj) if d.kind == "exemplar"] == []
     attempts[1] = AttemptRecord(1, {"mode": "compile"}, latency_ms=2.0)
     assert [d.hint["config"] for d in distill(traj) if d.kind == "exemplar"] == [{"mode": "eager"}]
@@ -176,7 +221,9 @@ def test_code_trajectories_carry_code_and_failure_examples() -> None:
     fixture = Path(__file__).resolve().parent / "fixtures/kernelbench_run/level1_demo_run"
     traj = next(r for r in read_any([fixture]) if isinstance(r, TrajectoryRecord))
     drafts = distill(traj)
-    assert drafts[0].kind == "exemplar" and drafts[0].code and drafts[0].hint["latency_ms"] == 0.0198
+    assert (
+        drafts[0].kind == "exemplar" and drafts[0].code and drafts[0].hint["latency_ms"] == 0.0198
+    )
     failures = [d for d in drafts if d.kind == "failure"]
     assert {d.hint["error_category"] for d in failures} == {"compile", "incorrect"}
     assert "blockDim_x" in next(d.text for d in failures if d.hint["error_category"] == "compile")

@@ -18,10 +18,16 @@ DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 EXAMPLES = {
     "kerneltuner": ("data", "kerneltuner/convolution/A100.json.gz"),
     "t4": ("data", "kerneltuner/convolution/A100_T4.json.gz"),
-    "vllm-moe": ("data", "vllm_fused_moe/E=128,N=384,device_name=AMD_Instinct_MI300X,dtype=fp8_w8a8,block_shape=[128,128].json"),
+    "vllm-moe": (
+        "data",
+        "vllm_fused_moe/E=128,N=384,device_name=AMD_Instinct_MI300X,dtype=fp8_w8a8,block_shape=[128,128].json",
+    ),
     "kernelbench-timing": ("data", "kernelbench_timings/A100_modal"),
     # Real Triton cache written on an H200 (see fixtures/README.md).
-    "triton-autotune": ("fixtures", "triton_autotune/h200/2H2TEBS2S3MH3U3CGU4MA4Y7UXZBW4IVQH3TETEUOLLINJLD5MMA/softmax_kernel.autotune.json"),
+    "triton-autotune": (
+        "fixtures",
+        "triton_autotune/h200/2H2TEBS2S3MH3U3CGU4MA4Y7UXZBW4IVQH3TETEUOLLINJLD5MMA/softmax_kernel.autotune.json",
+    ),
     # Hand-written from the published schema, values synthetic.
     "kernelbench-run": ("fixtures", "kernelbench_run/level1_demo_run"),
     "openevolve": ("fixtures", "openevolve/softmax_evolve/checkpoints/checkpoint_3"),
@@ -104,7 +110,12 @@ def test_t4_matches_cache_of_same_run(shared_data: Path) -> None:
 def test_vllm_name_parsing_and_unmeasured_attempts(shared_data: Path) -> None:
     name = "E=128,N=384,device_name=NVIDIA_GB200,dtype=fp8_w8a8,block_shape=[128,128].json"
     traj = next(read_any([shared_data / "vllm_fused_moe" / name]))
-    assert traj.task.signature == {"E": 128, "N": 384, "dtype": "fp8_w8a8", "block_shape": [128, 128]}
+    assert traj.task.signature == {
+        "E": 128,
+        "N": 384,
+        "dtype": "fp8_w8a8",
+        "block_shape": [128, 128],
+    }
     assert traj.context.chip == "gb200" and traj.context.backend == "cuda"
     assert traj.attempts[0].params["M"] == 1 and "BLOCK_SIZE_M" in traj.attempts[0].params
     assert all(a.latency_ms is None for a in traj.attempts)
@@ -128,7 +139,10 @@ def test_kernelbench_run_fixture() -> None:
     rejects = [r for r in records if isinstance(r, RejectedRecord)]
     trajs = [r for r in records if isinstance(r, TrajectoryRecord)]
     assert [r.position for r in rejects] == ["['23']['1']"]
-    assert [t.task.op for t in trajs] == ["kernelbench_level1_problem19", "kernelbench_level1_problem23"]
+    assert [t.task.op for t in trajs] == [
+        "kernelbench_level1_problem19",
+        "kernelbench_level1_problem23",
+    ]
     cats = [a.error_category for a in trajs[0].attempts]
     assert cats == [None, "compile", "incorrect", None]
     assert trajs[0].attempts[0].code and "relu" in trajs[0].attempts[0].code

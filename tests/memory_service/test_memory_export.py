@@ -58,17 +58,13 @@ def test_bad_bundle_changes_nothing(make_service, tmp_path):
     service = make_service(tmp_path / "c")
     service.add_lessons(LESSONS[:1])
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(
-        HEADER + '{"kind": "lesson", "data": {"id": "x"}}\n{oops\n'
-    )
+    bad.write_text(HEADER + '{"kind": "lesson", "data": {"id": "x"}}\n{oops\n')
     before = service.counts()
     with pytest.raises(InvalidInput):
         service.import_bundle(bad)
     assert service.counts() == before
     invalid = tmp_path / "invalid.jsonl"
-    invalid.write_text(
-        HEADER + '{"kind": "lesson", "data": {"id": "x"}}\n'
-    )
+    invalid.write_text(HEADER + '{"kind": "lesson", "data": {"id": "x"}}\n')
     with pytest.raises(InvalidInput):
         service.import_bundle(invalid)
     assert service.counts() == before

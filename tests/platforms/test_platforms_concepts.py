@@ -76,9 +76,7 @@ def test_warp_width_changes_only_where_stated() -> None:
     assert ("warp of 32", "warp of 64") in rendered.substitutions
     assert render("reduce over 32 threads", "cuda", "hip").text == "reduce over 64 threads"
     # RDNA runs HIP in wave32: the chip's width overrides the backend's.
-    assert render("a warp of 32", "cuda", "hip", target_warp_size=32).text == (
-        "a wavefront of 32"
-    )
+    assert render("a warp of 32", "cuda", "hip", target_warp_size=32).text == ("a wavefront of 32")
     # Ascend has no fixed warp width, so the number is left alone.
     assert "32" in render("a warp of 32", "cuda", "ascend").text
 
@@ -91,7 +89,9 @@ def test_unknown_backend_rejected() -> None:
 def test_translate_params() -> None:
     cuda_hint = {"BLOCK_SIZE_M": 64, "num_warps": 4, "num_stages": 3, "maxnreg": 128}
     assert translate_params(cuda_hint, "cuda", "hip") == {
-        "BLOCK_SIZE_M": 64, "num_warps": 4, "num_stages": 3,
+        "BLOCK_SIZE_M": 64,
+        "num_warps": 4,
+        "num_stages": 3,
     }
     amd_hint = {"BLOCK_SIZE_N": 128, "num_warps": 8, "waves_per_eu": 2, "kpack": 2}
     assert translate_params(amd_hint, "hip", "cuda") == {"BLOCK_SIZE_N": 128, "num_warps": 8}

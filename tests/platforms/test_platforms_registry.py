@@ -9,9 +9,29 @@ from platforms.backends import get_backend
 from platforms.chips import VENDORS, all_families
 
 REQUIRED_CHIPS = (
-    "a100", "a4000", "mi250x", "w6600", "h100", "h200", "b200", "mi300x", "ascend-910b",
-    "x86-cpu", "a10g", "l40s", "l4", "mi250", "t4", "h20", "h20-3e", "h800", "gb200", "mi325x",
-    "mi355x", "r9700", "arc-pro-b70",
+    "a100",
+    "a4000",
+    "mi250x",
+    "w6600",
+    "h100",
+    "h200",
+    "b200",
+    "mi300x",
+    "ascend-910b",
+    "x86-cpu",
+    "a10g",
+    "l40s",
+    "l4",
+    "mi250",
+    "t4",
+    "h20",
+    "h20-3e",
+    "h800",
+    "gb200",
+    "mi325x",
+    "mi355x",
+    "r9700",
+    "arc-pro-b70",
 )
 
 
@@ -26,8 +46,14 @@ def test_every_known_chip_has_backend_family_and_source() -> None:
 
 def test_figures_are_positive_or_null() -> None:
     for chip in all_chips():
-        for figure in (chip.compute_units, chip.onchip_mem_kb_per_unit, chip.mem_bandwidth_gbs,
-                       chip.peak_bf16_tflops, chip.peak_fp32_tflops, chip.warp_size):
+        for figure in (
+            chip.compute_units,
+            chip.onchip_mem_kb_per_unit,
+            chip.mem_bandwidth_gbs,
+            chip.peak_bf16_tflops,
+            chip.peak_fp32_tflops,
+            chip.warp_size,
+        ):
             assert figure is None or figure > 0, chip.id
         if None in (chip.compute_units, chip.mem_bandwidth_gbs, chip.peak_bf16_tflops):
             assert "null" in chip.source, f"{chip.id} leaves a figure null without saying so"

@@ -11,7 +11,10 @@ from platforms.scopes import format_scope
 def test_known_chip_chain() -> None:
     assert scope_chain("h200") == ["chip:h200", "family:nvidia-hopper", "backend:cuda", "global"]
     assert scope_chain(resolve("AMD Instinct MI250X")) == [
-        "chip:mi250x", "family:amd-cdna2", "backend:hip", "global",
+        "chip:mi250x",
+        "family:amd-cdna2",
+        "backend:hip",
+        "global",
     ]
 
 

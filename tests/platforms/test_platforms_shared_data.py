@@ -15,9 +15,7 @@ from platforms import resolve
 
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 
-pytestmark = pytest.mark.skipif(
-    not DATA.is_dir(), reason=f"shared data directory {DATA} is absent"
-)
+pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared data directory {DATA} is absent")
 
 VENDOR_BACKEND = {"nvidia": "cuda", "amd": "hip", "intel": "xpu", "huawei": "ascend"}
 
