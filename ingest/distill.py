@@ -298,10 +298,12 @@ class _TrajectoryView:
         drafts = []
         for rule in rules:
             setting = ", ".join(f"{k}={v}" for k, v in rule.avoid.items())
+            shown = rule.example not in (None, rule.error_category)
+            example = f": {rule.example}" if shown else ""
             text = (
                 f"{self.where}: {fmt_count(rule.n_failed)} of {fmt_count(rule.n)} configurations "
                 f"with {setting} failed ({rule.failure_rate:.0%}, mostly {rule.error_category}"
-                f"{': ' + rule.example if rule.example not in (None, rule.error_category) else ''}), "
+                f"{example}), "
                 f"against "
                 f"{fmt_count(n_failed)} of {fmt_count(n)} ({n_failed / n:.0%}) over the whole "
                 f"space. Avoid {setting}."

@@ -40,7 +40,7 @@ def _codes(values: list[Any]) -> tuple[list[Any], np.ndarray] | None:
         return None
     keys = [str(v) for v in values]
     uniques, codes = np.unique(np.array(keys, dtype=object).astype(str), return_inverse=True)
-    firsts = {}
+    firsts: dict[str, Any] = {}
     for i, key in enumerate(keys):
         firsts.setdefault(key, values[i])
     return [firsts[u] for u in uniques], codes

@@ -12,7 +12,7 @@ import gzip
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from ingest.errors import FileUnreadableError
 
@@ -61,6 +61,6 @@ def digest_of(parts: list[bytes]) -> str:
     return hasher.hexdigest()[:12]
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[int | float]:
     """A real JSON number (bools are not numbers here)."""
     return isinstance(value, int | float) and not isinstance(value, bool)

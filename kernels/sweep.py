@@ -40,9 +40,10 @@ def chip_identity(device_name: str) -> tuple[str, str]:
 def template_hash(task: KernelTask) -> str:
     """Hash of the task module's source: which revision of the Triton template was measured."""
     module = sys.modules.get(task.launch.__module__)
-    if module is None or not getattr(module, "__file__", None):
+    source = getattr(module, "__file__", None) if module is not None else None
+    if not source:
         return "unknown"
-    return stable_hash(Path(module.__file__).read_text(), 16)
+    return stable_hash(Path(source).read_text(), 16)
 
 
 def toolchain_versions() -> dict[str, str]:
@@ -165,4 +166,4 @@ def best_attempt(record: TrajectoryRecord) -> Any:
     timed = [a for a in record.attempts if a.feasible and a.latency_ms is not None]
     if not timed:
         return None
-    return min(timed, key=lambda a: a.metrics.get("latency_median_ms", a.latency_ms))
+    return min(timed, key=lambda a: a.metrics.get("latency_median_ms", a.latency_ms or 0.0))

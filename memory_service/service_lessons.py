@@ -195,7 +195,10 @@ class LessonStore(_ServiceState):
             conditions.append(Lesson.op == op.lower())
         if backend:
             conditions.append(
-                or_(Lesson.backends == ",", col(Lesson.backends).contains(f",{backend.lower()},"))
+                or_(
+                    col(Lesson.backends) == ",",
+                    col(Lesson.backends).contains(f",{backend.lower()},"),
+                )
             )
         if chip:
             chip_id = self._chip_id_for_filter(chip)

@@ -73,7 +73,7 @@ def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
             if found:
                 level = found[0]
             code = found[1].read_text(encoding="utf-8", errors="replace") if found else None
-            metadata = result.get("metadata") if isinstance(result.get("metadata"), dict) else {}
+            metadata = _v if isinstance(_v := result.get("metadata"), dict) else {}
             hardware = hardware or metadata.get("hardware") or metadata.get("device")
             attempts.append(_attempt(len(attempts), str(sample), result, metadata, code))
         if not attempts:

@@ -137,7 +137,7 @@ def _attempt(index: int, keys: list[str], entry: Any) -> AttemptRecord | str:
         params=params,
         latency_ms=float(time),
         latency_min_ms=fastest,
-        repetitions=len(times) if fastest is not None else None,
+        repetitions=len(times) if fastest is not None and times is not None else None,
         metrics=metrics,
     )
 

@@ -59,7 +59,7 @@ def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
     version = str(doc.get("schema_version", "1.0.0"))
     if not version.startswith("1."):
         raise UnsupportedVersionError(path, f"T4 schema {version} (this reader knows 1.x)")
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    meta = _v if isinstance(_v := doc.get("metadata"), dict) else {}
     unit = str(meta.get("timeunit", "ms")).lower()
     scale = _TIME_UNITS.get(unit)
     if scale is None:
@@ -121,7 +121,7 @@ def _attempt(index: int, result: Any, scale: float) -> AttemptRecord | str:
             break
     if not is_number(value) or value < 0:
         return f"no numeric measurement {wanted!r} for a correct result: {value!r}"
-    times = result.get("times") if isinstance(result.get("times"), dict) else {}
+    times = _v if isinstance(_v := result.get("times"), dict) else {}
     runtimes = times.get("runtimes")
     if not isinstance(runtimes, list) or not all(is_number(r) for r in runtimes):
         runtimes = None

@@ -78,7 +78,7 @@ def _attempt(index: int, pair: Any) -> AttemptRecord | str:
     if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], dict)):
         return "entry is not a [config, timings] pair"
     config, timings = pair
-    kwargs = config.get("kwargs") if isinstance(config.get("kwargs"), dict) else {}
+    kwargs = _v if isinstance(_v := config.get("kwargs"), dict) else {}
     params = dict(kwargs)
     for name in _LAUNCH_KEYS:
         if config.get(name) is not None:

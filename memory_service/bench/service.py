@@ -231,7 +231,7 @@ def run_service_bench(
     )
     runs = []
     for position, case in enumerate(cases, 1):
-        kwargs = {**case, **common}
+        kwargs: dict[str, Any] = {**case, **common}
         print(f"service bench case {position}/{len(cases)}: {case}", file=sys.stderr, flush=True)
         if isolate:
             runs.append(_case_in_child(kwargs))

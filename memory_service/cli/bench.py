@@ -79,7 +79,7 @@ def bench_ingest(
         "sources": len(sources),
         "runs": rows,
     }
-    m = result["machine"]
+    m: dict[str, Any] = machine()
     md = (
         f"# Ingest benchmark\n\nMachine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB; "
         f"index {index}; {len(sources)} source files. Command: `{result['command']}`\n\n"

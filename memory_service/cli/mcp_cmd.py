@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from memory_service.cli import DataDirOpt, UrlOpt, err, fail, open_service
+from memory_service.cli import DataDirOpt, UrlOpt, err, fail, open_service, settings_for
 
 
 def mcp(
@@ -43,7 +43,7 @@ def mcp(
         service = RemoteService(url, api_key=api_key)
     else:
         service = open_service(url, data_dir)
-    where = url or f"embedded store {service.settings.data_dir}"
+    where = url or f"embedded store {settings_for(data_dir).data_dir}"
     if transport == "stdio":
         err.print(f"tunemem MCP server on stdio ({where})")
     else:
