@@ -5,8 +5,9 @@ The file name carries the shape and device:
 [,dtype=<quantisation>][,block_shape=[<n>,<k>]][,backend=<kernel implementation>].json`;
 the body maps batch size M (a string) to the Triton launch configuration vLLM's tuner
 chose for it. Non-numeric top-level keys ("triton_version") go to evidence. Each attempt is
-"the tuned best for M=<m>": params are the launch configuration plus "M"; no latency is recorded, so these are exemplars without measured
-ratios (`evidence["measured"] = False`, `evidence["shape_params"] = ["M"]`).
+"the tuned best for M=<m>": params are the launch configuration plus "M"; no latency is
+recorded, so these are exemplars without measured ratios (`evidence["measured"] = False`,
+`evidence["shape_params"] = ["M"]`).
 """
 
 from __future__ import annotations
