@@ -31,7 +31,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check platforms retrieval ingest memory_service agent_client kernels
+	$(BIN)/ruff check platforms retrieval ingest memory_service agent_client kernels tests
+	$(BIN)/mypy
 
 bench-ingest: $(STAMP)
 	$(BIN)/tunemem bench ingest
