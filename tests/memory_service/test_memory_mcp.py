@@ -305,15 +305,15 @@ async def audit_scenario(client: Client) -> None:
 
 
 def test_audit_transfer_tool_on_the_embedded_store(make_service):
+    """The assertions live in `audit_scenario` (shared by both transports)."""
     run_session(build_mcp_server(make_service()), audit_scenario)
 
 
 def test_audit_transfer_tool_through_a_server(client):
+    """The assertions live in `audit_scenario`; here the tools reach the service over HTTP."""
     from memory_service.cli.remote import RemoteService
-    from memory_service.routes_audit import router
 
-    if not any(getattr(r, "path", "") == "/v1/audit/transfer" for r in client.app.routes):
-        client.app.include_router(router)  # until api.py mounts the audit route itself
+    assert client.get("/v1/audit/transfer").status_code == 200  # api.py mounts the audit route
     remote = RemoteService("http://testserver")
     remote._client = client
     run_session(build_mcp_server(remote), audit_scenario)
