@@ -150,6 +150,23 @@ class KernelTask:
         return self.tolerances[dtype_name(dtype)]
 
 
+# Row kernels (softmax, RMSNorm) spill registers past this many row elements per thread.
+MAX_ELEMENTS_PER_THREAD = 64
+
+
+def row_block_violation(config: dict[str, Any], row_length: int) -> ConfigViolation | None:
+    """Shared constraint of row-block kernels: no register spill, no mostly idle threads."""
+    threads = 32 * config["num_warps"]
+    per_thread = config["BLOCK_N"] / threads
+    if per_thread > MAX_ELEMENTS_PER_THREAD:
+        return ConfigViolation("resources", f"{per_thread:.0f} elements per thread spill")
+    if config["BLOCK_N"] > max(next_power_of_2(row_length), 256):
+        return ConfigViolation("other", "BLOCK_N past the row length rounded up")
+    if per_thread < 1 and config["BLOCK_N"] >= 256:
+        return ConfigViolation("other", "more threads than elements in a row block")
+    return None
+
+
 def next_power_of_2(n: int) -> int:
     """Smallest power of two >= n (n >= 1)."""
     return 1 << (max(int(n), 1) - 1).bit_length()

@@ -17,11 +17,9 @@ from kernels.tasks.base import (
     ConfigViolation,
     KernelTask,
     ShapeCase,
-    next_power_of_2,
     random_normal,
+    row_block_violation,
 )
-
-MAX_ELEMENTS_PER_THREAD = 64
 
 
 @triton.jit
@@ -97,15 +95,7 @@ def launch(config: dict[str, Any], x: torch.Tensor) -> torch.Tensor:
 
 def check(config: dict[str, Any], dims: dict[str, int]) -> ConfigViolation | None:
     """A row block must not overflow registers nor leave most threads idle."""
-    threads = 32 * config["num_warps"]
-    per_thread = config["BLOCK_N"] / threads
-    if per_thread > MAX_ELEMENTS_PER_THREAD:
-        return ConfigViolation("resources", f"{per_thread:.0f} elements per thread spill")
-    if config["BLOCK_N"] > max(next_power_of_2(dims["cols"]), 256):
-        return ConfigViolation("other", "BLOCK_N past the row length rounded up")
-    if per_thread < 1 and config["BLOCK_N"] >= 256:
-        return ConfigViolation("other", "more threads than elements in a row block")
-    return None
+    return row_block_violation(config, dims["cols"])
 
 
 def make_inputs(dims: dict[str, int], dtype: torch.dtype, device: str, seed: int):
