@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import random
 import statistics
 import tempfile
@@ -30,6 +29,7 @@ from agent_client.run import run_graph
 from ingest.readers import read_any
 from ingest.records import TrajectoryRecord
 from kernels.runners.replay import Recording, ReplayRunner
+from memory_service.bench import machine
 from memory_service.bench.learning_report import (
     MILESTONES,
     average,
@@ -360,11 +360,7 @@ def run_learning_bench(
         "k": k,
         "arms": {a: ARMS[a] for a in arms},
         "service_settings": SERVICE_SETTINGS,
-        "machine": {
-            "node": platform.node(),
-            "python": platform.python_version(),
-            "processor": platform.processor() or platform.machine(),
-        },
+        "machine": machine(),
         "elapsed_s": round(time.time() - started, 1),
         "development_ops": list(DEVELOPMENT_OPS),
         "development_note": DEVELOPMENT_NOTE,

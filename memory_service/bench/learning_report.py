@@ -110,7 +110,7 @@ def write_markdown(report: dict[str, Any], path: Path) -> None:
     lines = [
         "# Learning benchmark (replay, leave-one-chip-out)\n",
         f"Caches: `{report['caches']}`; seeds {report['seeds']}; budget {budget}; k {report['k']};"
-        f" machine {report['machine']['node']} ({report['machine']['processor']});"
+        f" machine {report['machine']['cpu']}, {report['machine']['cores']} cores;"
         f" {report['elapsed_s']} s. Fractions are of the target's recorded optimum, best so far,"
         " mean ± std over seeds; attempts are the median over seeds that reached the threshold"
         " (reached/seeds).\n",

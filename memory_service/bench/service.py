@@ -207,7 +207,7 @@ def run_service_bench(
     Returns:
         The result document (also written as JSON when `out` is given).
     """
-    from memory_service.cli.bench import machine
+    from memory_service.bench import machine
 
     embedded_kinds = [k for k in index_kinds if k != "none"]
     cases = [dict(size=s, index_kind=k) for s in sizes for k in embedded_kinds]

@@ -4,8 +4,6 @@ bench/results/, naming the machine they ran on."""
 from __future__ import annotations
 
 import json
-import os
-import platform
 import shutil
 import tempfile
 import time
@@ -14,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from memory_service.bench import machine
 from memory_service.cli import console, err, settings_for
 
 bench_app = typer.Typer(
@@ -21,29 +20,6 @@ bench_app = typer.Typer(
 )
 
 DEFAULT_SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-
-
-def machine() -> dict[str, Any]:
-    cpu = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem_gb = None
-    try:
-        mem_gb = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
-    except (ValueError, OSError):
-        pass
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "memory_gb": mem_gb,
-        "python": platform.python_version(),
-        "os": platform.platform(),
-    }
 
 
 def write_result(out: Path, name: str, result: dict[str, Any], markdown: str) -> None:

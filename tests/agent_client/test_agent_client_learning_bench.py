@@ -102,7 +102,7 @@ def test_markdown_reports_held_out_and_development_kernels_apart(tmp_path: Path)
         "budget": 20,
         "k": 5,
         "elapsed_s": 1.0,
-        "machine": {"node": "n", "processor": "p"},
+        "machine": {"cpu": "p", "cores": 2},
         "arms": {"value": {}},
         "development_ops": ["conv"],
         "development_note": "Development kernel: conv.",
