@@ -4,8 +4,13 @@ A cache holds `device_name, kernel_name, problem_size, tune_params_keys, tune_pa
 objective, cache`; `cache` maps "v1,v2,..." to an entry with the parameters, `time` (ms, or a
 failure marker string), `times` (every repetition, ms), `compile_time` (ms) and throughput
 (`GFLOP/s`, `GB/s`). Attempts follow the cache's order. A failed configuration becomes an
-infeasible attempt with its error category; an entry that is not an object, lacks a parameter
-or has no usable `time` becomes a reject.
+infeasible attempt with its error category; an entry that is not an object, lacks some of the
+parameters or has no usable `time` becomes a reject.
+
+Caches written by older Kernel Tuner versions have no `problem_size` or `objective`, and their
+entries hold only `time`: the parameter values are the key, in `tune_params_keys` order. Such
+an entry's parameters are read from its key, each value matched to the declared `tune_params`
+value it spells (so 16 stays an int and "float" a string).
 
 When `device_name` is empty (some HIP caches), the chip is taken from the file name if the
 platform registry knows it, and `evidence["chip_from"]` says so.
@@ -13,7 +18,8 @@ platform registry knows it, and `evidence["chip_from"]` says so.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,10 +77,12 @@ def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
         raise FormatMismatchError(path, "no 'tune_params_keys' or 'tune_params'")
     kernel_name = str(doc.get("kernel_name") or _stem(path))
     chip, chip_from = chip_context_with_fallback(doc.get("device_name"), _stem(path))
+    given = doc.get("tune_params")
+    declared: dict[str, Any] = given if isinstance(given, dict) else {}
     attempts: list[AttemptRecord] = []
     first_stamp = None
     for key, entry in doc["cache"].items():
-        attempt = _attempt(len(attempts), keys, entry)
+        attempt = _attempt(len(attempts), keys, key, entry, declared)
         if isinstance(attempt, str):
             yield RejectedRecord(str(path), f"cache[{key!r}]", attempt)
             continue
@@ -82,7 +90,9 @@ def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
         if first_stamp is None:
             first_stamp = entry.get("timestamp")
     if not attempts:
-        raise FormatMismatchError(path, "the cache holds no usable configuration")
+        raise FormatMismatchError(
+            path, f"the cache holds no usable configuration (of {len(doc['cache'])} entries)"
+        )
     problem_size = doc.get("problem_size")
     yield TrajectoryRecord(
         source_format=FORMAT,
@@ -105,14 +115,53 @@ def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
     )
 
 
-def _attempt(index: int, keys: list[str], entry: Any) -> AttemptRecord | str:
+def _key_value(part: str, declared: Sequence[Any] | None) -> Any:
+    """One value of a cache key: the declared value it spells, else a JSON number, else text."""
+    for value in declared or ():
+        if str(value) == part:
+            return value
+    try:
+        parsed = json.loads(part)
+    except ValueError:
+        return part
+    return parsed if isinstance(parsed, int | float) and not isinstance(parsed, bool) else part
+
+
+def entry_params(
+    key: str, entry: Mapping[str, Any], keys: Sequence[str], declared: Mapping[str, Any]
+) -> dict[str, Any] | str:
+    """The tuning parameters of one cache entry, or the reason they cannot be had.
+
+    Entries that hold every parameter give them directly; entries that hold none of them (older
+    Kernel Tuner versions) give them from the key, one comma-separated value per parameter in
+    `keys` order; an entry with some but not all parameters is malformed.
+    """
+    present = [k for k in keys if k in entry]
+    if len(present) == len(keys):
+        return {k: entry[k] for k in keys}
+    if present:
+        missing = next(k for k in keys if k not in entry)
+        return f"entry lacks tuning parameter {missing!r}"
+    parts = str(key).split(",")
+    if len(parts) != len(keys):
+        return (
+            f"entry holds no tuning parameters and its key has {len(parts)} values "
+            f"for {len(keys)} parameters"
+        )
+    return {
+        name: _key_value(part, declared.get(name)) for name, part in zip(keys, parts, strict=True)
+    }
+
+
+def _attempt(
+    index: int, keys: list[str], key: str, entry: Any, declared: Mapping[str, Any]
+) -> AttemptRecord | str:
     """One cache entry as an attempt, or the reason it is rejected."""
     if not isinstance(entry, dict):
         return "entry is not an object"
-    try:
-        params = {k: entry[k] for k in keys}
-    except KeyError as exc:
-        return f"entry lacks tuning parameter {exc.args[0]!r}"
+    params = entry_params(key, entry, keys, declared)
+    if isinstance(params, str):
+        return params
     time = entry.get("time")
     if isinstance(time, str):
         return AttemptRecord(

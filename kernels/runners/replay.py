@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ingest.readers.kerneltuner import entry_params
 from ingest.records import ContextSpec, TaskSpec
 from kernels.runners.base import EvalResult, Runner
 
@@ -77,17 +78,29 @@ class Recording:
         self.path = Path(path)
         data = _read_json(self.path)
         self.param_names: list[str] = list(data["tune_params_keys"])
-        declared = data.get("tune_params") or {}
+        given = data.get("tune_params")
+        declared: dict[str, Any] = given if isinstance(given, dict) else {}
         self.space: dict[str, list[Any]] = {
             name: list(declared.get(name, [])) for name in self.param_names
         }
         self.measurements: dict[tuple[Any, ...], RecordedMeasurement] = {}
-        for entry in data["cache"].values():
-            key = tuple(entry.get(name) for name in self.param_names)
+        for raw_key, entry in data["cache"].items():
+            if not isinstance(entry, dict):
+                continue
+            # Older Kernel Tuner caches keep the parameters only in the key.
+            params = entry_params(raw_key, entry, self.param_names, declared)
+            if isinstance(params, str):
+                continue
+            key = tuple(params[name] for name in self.param_names)
             for name, value in zip(self.param_names, key, strict=True):
                 if value not in self.space[name]:
                     self.space[name].append(value)
             self.measurements[key] = _measurement(entry, data.get("objective", "time"))
+        if not self.measurements:
+            raise ValueError(
+                f"{self.path}: the cache holds no usable configuration "
+                f"(of {len(data['cache'])} entries)"
+            )
         chip, backend, raw = _chip_from(str(data.get("device_name") or ""), self.path)
         self.task = TaskSpec(
             op=_op_from(str(data.get("kernel_name") or ""), self.path),
@@ -110,8 +123,15 @@ class Recording:
         return {k: m.latency_ms for k, m in self.measurements.items() if m.latency_ms is not None}
 
     def best(self) -> tuple[dict[str, Any], float]:
-        """The recorded optimum: its configuration and latency (ms)."""
-        key, latency = min(self.feasible().items(), key=lambda item: item[1])
+        """The recorded optimum: its configuration and latency (ms).
+
+        Raises:
+            ValueError: naming the file, when no configuration has a recorded time.
+        """
+        feasible = self.feasible()
+        if not feasible:
+            raise ValueError(f"{self.path}: no configuration of the cache has a recorded time")
+        key, latency = min(feasible.items(), key=lambda item: item[1])
         return dict(zip(self.param_names, key, strict=True)), latency
 
     def latency_of(self, config: Mapping[str, Any]) -> float | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 import math
 from pathlib import Path
 
@@ -175,3 +177,96 @@ def test_iter_paths_keeps_folder_sources_whole() -> None:
 def test_get_reader_names_valid_formats() -> None:
     with pytest.raises(ValueError, match="valid formats: auto, native, kerneltuner"):
         get_reader("csv")
+
+
+OLD_FORMAT = FIXTURES / "kerneltuner_old/vector_add_old_format_synthetic.json"
+
+
+def test_kerneltuner_old_format_reads_parameters_from_keys() -> None:
+    """Older Kernel Tuner caches (SYNTHETIC fixture): entries hold only `time`."""
+    assert detect_format(OLD_FORMAT) == "kerneltuner"
+    records = list(read_any([OLD_FORMAT]))
+    assert not [r for r in records if isinstance(r, RejectedRecord)]
+    (traj,) = records
+    assert isinstance(traj, TrajectoryRecord)
+    assert (traj.task.op, traj.context.chip) == ("vector_add", "rtx-3090")
+    assert traj.task.signature == {
+        "problem_size": None,
+        "tune_params_keys": ["block_size_x", "tile", "layout"],
+    }
+    assert traj.evidence["objective"] == "time"
+    assert [a.params for a in traj.attempts[:2]] == [
+        {"block_size_x": 64, "tile": 1, "layout": "row"},
+        {"block_size_x": 128, "tile": 1, "layout": "row"},
+    ]
+    assert isinstance(traj.attempts[0].params["block_size_x"], int)
+    assert [a.latency_ms for a in traj.attempts] == [0.52, 0.31, 0.29, 0.27, None, 0.44]
+    failed = traj.attempts[4]
+    assert not failed.feasible and failed.error_category == "runtime"
+
+
+def test_kerneltuner_key_values_without_declared_values(tmp_path: Path) -> None:
+    """Without `tune_params`, key parts parse as JSON numbers, else stay text (SYNTHETIC)."""
+    path = tmp_path / "nodecl.json"
+    path.write_text(
+        json.dumps(
+            {
+                "device_name": "NVIDIA A100-PCIE-40GB",
+                "tune_params_keys": ["bx", "ratio", "mode"],
+                "cache": {"32,0.5,fast": {"time": 1.5}, "1,2": {"time": 1.0}},
+            }
+        )
+    )
+    records = list(read_any([path]))
+    traj = next(r for r in records if isinstance(r, TrajectoryRecord))
+    assert traj.attempts[0].params == {"bx": 32, "ratio": 0.5, "mode": "fast"}
+    (reject,) = [r for r in records if isinstance(r, RejectedRecord)]
+    assert "key has 2 values for 3 parameters" in reject.reason
+
+
+def test_kerneltuner_partial_entry_is_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "partial.json"
+    path.write_text(
+        json.dumps(
+            {
+                "device_name": "NVIDIA A100-PCIE-40GB",
+                "tune_params_keys": ["bx", "tx"],
+                "cache": {"32,1": {"bx": 32, "time": 1.5}, "64,1": {"time": 1.0}},
+            }
+        )
+    )
+    records = list(read_any([path]))
+    (reject,) = [r for r in records if isinstance(r, RejectedRecord)]
+    assert reject.reason == "entry lacks tuning parameter 'tx'"
+    traj = next(r for r in records if isinstance(r, TrajectoryRecord))
+    assert [a.params for a in traj.attempts] == [{"bx": 64, "tx": 1}]
+
+
+def test_kerneltuner_cache_with_nothing_usable_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "empty_cache.json"
+    path.write_text(
+        json.dumps(
+            {"device_name": "x", "tune_params_keys": ["bx"], "cache": {"1,2": {"time": 1.0}}}
+        )
+    )
+    records = list(read_any([path]))
+    assert not [r for r in records if isinstance(r, TrajectoryRecord)]
+    file_reject = next(r for r in records if r.position == "file")
+    assert file_reject.path == str(path)
+    assert "no usable configuration (of 1 entries)" in file_reject.reason
+
+
+@pytest.mark.parametrize("folder", ["gemm_clblast", "pnpoly", "convolution_v1"])
+def test_kerneltuner_new_real_caches_read(shared_data: Path, folder: str) -> None:
+    """The CLBlast GEMM, pnpoly and old convolution caches read without rejects."""
+    paths = sorted((shared_data / "kerneltuner" / folder).glob("*.json.gz"))
+    assert len(paths) == 4
+    chips = set()
+    for path in paths:
+        records = list(read_any([path]))
+        assert not [r for r in records if isinstance(r, RejectedRecord)], path
+        (traj,) = records
+        assert isinstance(traj, TrajectoryRecord)
+        assert len(traj.attempts) == len(json.loads(gzip.open(path).read())["cache"])
+        chips.add(traj.context.chip)
+    assert chips == {"rtx-2080-ti", "rtx-3060-laptop", "rtx-3090", "titan-rtx"}

@@ -90,3 +90,32 @@ def test_real_cache_replays_its_optimum_and_its_failures() -> None:
     assert runner.evaluate(failed).error_category == "compile"
     # Blank device_name (MI250X cache): the chip comes from the file name.
     assert Recording(SHARED / "convolution" / "MI250X.json.gz").context.chip == "mi250x"
+
+
+OLD_FORMAT = (
+    Path(__file__).resolve().parents[1]
+    / "ingest/fixtures/kerneltuner_old/vector_add_old_format_synthetic.json"
+)
+
+
+def test_old_format_cache_replays_from_its_keys() -> None:
+    """Older Kernel Tuner caches (SYNTHETIC fixture) keep parameters only in the key."""
+    recording = Recording(OLD_FORMAT)
+    assert recording.best() == ({"block_size_x": 128, "tile": 2, "layout": "col"}, 0.27)
+    runner = ReplayRunner(recording=recording)
+    assert runner.evaluate({"block_size_x": 64, "tile": 1, "layout": "row"}).latency_ms == 0.52
+    failed = runner.evaluate({"block_size_x": 256, "tile": 2, "layout": "col"})
+    assert not failed.feasible and failed.error_category == "runtime"
+
+
+def test_cache_without_usable_entries_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "nothing.json"
+    path.write_text(json.dumps({"tune_params_keys": ["bx"], "cache": {"1,2": {"time": 1.0}}}))
+    with pytest.raises(ValueError, match="nothing.json: the cache holds no usable configuration"):
+        Recording(path)
+    failed_only = tmp_path / "failed_only.json"
+    failed_only.write_text(
+        json.dumps({"tune_params_keys": ["bx"], "cache": {"1": {"time": "RuntimeFailedConfig"}}})
+    )
+    with pytest.raises(ValueError, match="failed_only.json: no configuration .* recorded time"):
+        Recording(failed_only).best()
