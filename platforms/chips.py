@@ -35,13 +35,42 @@ class Chip:
     peak_fp32_tflops: float | None = None
     warp_size: int | None = None
     source: str = ""
+    # The matrix-multiply unit's name on this architecture (None: the architecture has none,
+    # or, for a generic CPU, it depends on the part); filled from `MATRIX_UNITS` by family.
+    matrix_unit: str | None = None
     known: bool = True
     aliases: tuple[str, ...] = ()
+
+
+# Matrix-multiply units per architecture family, from the vendors' architecture documents:
+# NVIDIA's Turing to Blackwell whitepapers (Tensor Cores), AMD's CDNA2-4 whitepapers (Matrix
+# Cores, MFMA instructions), AMD's RDNA3/RDNA4 architecture briefs (AI Accelerators, WMMA
+# instructions; the RDNA2 ISA has dot-product instructions but no matrix unit), Huawei's DaVinci
+# AI Core (Cube Unit beside the Vector and Scalar units), Intel's Xe2 (XMX engines). A generic
+# x86 descriptor has none recorded: AMX and VNNI depend on the CPU model.
+MATRIX_UNITS: dict[str, str | None] = {
+    "nvidia-turing": "Tensor Cores",
+    "nvidia-ampere": "Tensor Cores",
+    "nvidia-ada": "Tensor Cores",
+    "nvidia-hopper": "Tensor Cores",
+    "nvidia-blackwell": "Tensor Cores",
+    "nvidia-blackwell-rtx": "Tensor Cores",
+    "amd-cdna2": "Matrix Cores (MFMA)",
+    "amd-cdna3": "Matrix Cores (MFMA)",
+    "amd-cdna4": "Matrix Cores (MFMA)",
+    "amd-rdna2": None,
+    "amd-rdna3": "AI Accelerators (WMMA)",
+    "amd-rdna4": "AI Accelerators (WMMA)",
+    "huawei-davinci": "Cube Unit",
+    "intel-xe2": "XMX engines",
+    "x86": None,
+}
 
 
 def _chip_from_json(row: dict[str, Any]) -> Chip:
     fields = dict(row)
     fields["aliases"] = tuple(fields.get("aliases", ()))
+    fields.setdefault("matrix_unit", MATRIX_UNITS.get(fields.get("family") or ""))
     return Chip(known=True, **fields)
 
 

@@ -104,3 +104,16 @@ def test_backends() -> None:
     assert get_backend("cuda").warp_size == 32
     with pytest.raises(KeyError, match="valid backends"):
         get_backend("opencl")
+
+
+def test_matrix_unit_by_architecture() -> None:
+    assert get_chip("h200").matrix_unit == "Tensor Cores"
+    assert get_chip("mi300x").matrix_unit == "Matrix Cores (MFMA)"
+    assert get_chip("radeon-8060s").matrix_unit == "AI Accelerators (WMMA)"
+    assert get_chip("ascend-910b").matrix_unit == "Cube Unit"
+    # RDNA2 has no matrix unit; a generic CPU's depends on the part.
+    assert get_chip("w6600").matrix_unit is None
+    assert get_chip("x86-cpu").matrix_unit is None
+    from platforms.chips import MATRIX_UNITS
+
+    assert {chip.family for chip in all_chips()} <= set(MATRIX_UNITS), "a family lacks an entry"
