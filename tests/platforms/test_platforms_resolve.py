@@ -76,11 +76,11 @@ def test_near_miss_is_not_resolved_to_a_neighbour(name: str) -> None:
     ("name", "backend"),
     [
         ("NVIDIA Quantum Widget 9000", "cuda"),
-        ("GeForce GTX 1080", "cuda"),
+        ("GeForce GTX 1099", "cuda"),
         ("AMD Instinct MI999", "hip"),
         ("gfx1100", "hip"),
         ("Huawei Ascend 950", "ascend"),
-        ("Intel Arc A770 Graphics", "xpu"),
+        ("Intel Arc A799 Graphics", "xpu"),
         ("Intel(R) Xeon(R) Platinum 8480+", "cpu"),
         ("AMD EPYC 9654", "cpu"),
     ],
