@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any, TypeGuard
 
+import orjson
+
 from ingest.errors import FileUnreadableError
 
 
@@ -26,11 +28,23 @@ def read_bytes(path: Path) -> bytes:
         raise FileUnreadableError(path, f"cannot read: {exc}") from exc
 
 
+def parse_json(blob: bytes | str) -> Any:
+    """`json.loads`, through orjson (several times faster on large caches) when it can.
+
+    orjson refuses what the standard parser accepts and some files hold (NaN and Infinity,
+    integers past 64 bits); those documents go to the standard parser, so the result is the same.
+    """
+    try:
+        return orjson.loads(blob)
+    except orjson.JSONDecodeError:
+        return json.loads(blob)
+
+
 def load_json(path: Path) -> tuple[Any, str]:
     """Parse a (possibly gzipped) JSON file; returns the document and its content digest."""
     blob = read_bytes(path)
     try:
-        doc = json.loads(blob)
+        doc = parse_json(blob)
     except (ValueError, UnicodeDecodeError) as exc:
         raise FileUnreadableError(path, f"not valid JSON: {exc}") from exc
     return doc, hashlib.sha256(blob).hexdigest()[:12]
