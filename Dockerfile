@@ -1,0 +1,11 @@
+# The tunemem image for server mode (compose.yaml): the package with its PostgreSQL driver.
+# Not built or run by the test suite (no container runtime there); .ci/run is the tested path.
+FROM python:3.11-slim
+WORKDIR /src
+COPY . .
+# The CPU build of torch first, so the install does not pull a CUDA build.
+RUN pip install --no-cache-dir torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \
+    && pip install --no-cache-dir '.[server]'
+ENV HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+EXPOSE 8000
+CMD ["tunemem", "serve", "--host", "0.0.0.0", "--port", "8000"]
