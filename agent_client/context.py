@@ -14,6 +14,11 @@ from agent_client.client import MemoryClient
 from agent_client.proposers.base import Proposer
 from kernels.runners.base import Runner
 
+# What `run_agent` and `tunemem agent run` stop after without an improvement: past the recorded
+# optimum, further attempts only spend budget. The graph itself has no default (benchmarks
+# compare arms at fixed budgets and run them whole).
+DEFAULT_PLATEAU = 8
+
 
 @dataclass(kw_only=True)
 class AgentContext:

@@ -19,7 +19,7 @@ from typing import Any
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent_client.client import MemoryClient
-from agent_client.context import AgentContext
+from agent_client.context import DEFAULT_PLATEAU, AgentContext
 from agent_client.graph import build_graph
 from agent_client.proposers import create_proposer
 from agent_client.proposers.base import Proposer, TaskDescription
@@ -95,26 +95,59 @@ def describe(runner: Runner, chip: str | None = None) -> TaskDescription:
     )
 
 
-def format_attempt(entry: dict[str, Any]) -> str:
-    """One attempt as the CLI prints it: outcome, origin, lessons used and their values."""
+def _number(value: float | None, sign: bool = False) -> str:
+    """Three significant digits ("0.241", "-0.0629", "+1"); "n/a" for None."""
+    if value is None:
+        return "n/a"
+    return f"{value:+.3g}" if sign else f"{value:.3g}"
+
+
+def _clip(text: str, width: int) -> str:
+    """The text whole if it fits, else cut at a word boundary and ended with an ellipsis."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1]
+    if " " in cut[width // 2 :]:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def _value_in(value: float | None, scope: str | None, n: int | None) -> str:
+    where = scope or "no scope"
+    return f"{_number(value)} ({where}, n {n if n is not None else 0})"
+
+
+def format_attempt(entry: dict[str, Any], text_width: int = 100) -> str:
+    """One attempt as the CLI prints it: outcome, origin, the configuration, and for each lesson
+    used its value before and after the report, each with the scope it is the value of.
+
+    Values are the lesson's estimate for this context; the scope named is the one carrying the
+    most weight, so a value can fall after a +1 reward when a first outcome moves the weight
+    from a well-observed broad scope to the chip's own (its Q starts at Q0)."""
     if entry["feasible"]:
-        outcome = f"{entry['latency_ms']:.4g} ms (best {entry['best_ms']:.4g} ms)"
+        outcome = f"{_number(entry['latency_ms'])} ms (best {_number(entry['best_ms'])} ms)"
     else:
         outcome = f"infeasible ({entry['error_category']})"
     # No square brackets: rich-based printers would read them as markup.
     lines = [f"#{entry['index']:>3} ({entry['stage']}) {outcome} via {entry['origin']}"]
-    lines.append(f"      config {entry['config']}")
+    config = " ".join(f"{name}={value}" for name, value in entry["config"].items())
+    lines.append(f"      config {config}")
     for lesson in entry["lessons"]:
-        value = lesson.get("value")
         after = lesson.get("value_after") or {}
-        new_value = after.get("value", after.get("q")) if isinstance(after, dict) else after
-        lines.append(
-            f"      lesson {lesson['id'][:8]} ({lesson['kind']})"
-            f" score {lesson.get('score') or 0:.3f}"
-            f" value {value if value is None else round(value, 3)}"
-            f" (scope {lesson.get('value_scope')}) -> {new_value}"
-            f" reward {entry['rewards'].get(lesson['id'])}: {lesson['text'][:90]}"
+        if not isinstance(after, dict):
+            after = {"value": after}
+        reward = _number(entry["rewards"].get(lesson["id"]), sign=True)
+        before = _value_in(lesson.get("value"), lesson.get("value_scope"), lesson.get("n"))
+        now = _value_in(
+            after.get("value", after.get("q")), after.get("value_scope"), after.get("n")
         )
+        score = _number(lesson.get("score"))
+        lines.append(
+            f"      lesson {lesson['id']} ({lesson['kind']}, score {score}):"
+            f" value {before} -> {now} after reward {reward}"
+        )
+        lines.append(f"        {_clip(lesson['text'], text_width)}")
     return "\n".join(lines)
 
 
@@ -199,7 +232,7 @@ def run_agent(
     proposer: str = "structured",
     k: int = 3,
     options: dict[str, Any] | None = None,
-    plateau: int | None = None,
+    plateau: int | None = DEFAULT_PLATEAU,
     seed: int = 0,
     api_key: str | None = None,
     run_id: str | None = None,
@@ -219,7 +252,8 @@ def run_agent(
         budget: the most attempts to make.
         proposer: `structured`, `llm` (needs llm_url and llm_model) or `random`.
         k, options: lessons per retrieval and per-request ranking overrides.
-        plateau: stop early after this many attempts without improvement.
+        plateau: stop early after this many attempts without improvement (default
+            `DEFAULT_PLATEAU`; None or 0 runs the whole budget).
         run_id, checkpoint: name the run and keep a SQLite checkpoint so it can resume.
         write_back: upload the finished trajectory for distillation.
         on_attempt: called with each attempt (see `format_attempt`).

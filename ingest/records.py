@@ -9,13 +9,42 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from typing import Any, TypeVar
+
+_Part = TypeVar("_Part")
 
 NATIVE_FORMAT_VERSION = 1
 
 # Error categories an attempt may carry when it is not feasible.
 ERROR_CATEGORIES = ("compile", "runtime", "incorrect", "timeout", "resources", "rejected", "other")
+
+
+class RecordShapeError(ValueError):
+    """A trajectory dict lacks a field, has one it should not, or nests the wrong type; the
+    message says which, in words ("task: missing field 'op'")."""
+
+
+def _build(cls: type[_Part], data: Any, where: str) -> _Part:
+    """One dataclass from a dict, naming a missing or unknown field instead of raising
+    KeyError/TypeError."""
+    prefix = f"{where}: " if where else ""
+    if not isinstance(data, dict):
+        raise RecordShapeError(f"{where or 'the record'} must be a JSON object")
+    declared = {f.name: f for f in fields(cls)}  # type: ignore[arg-type]
+    missing = [
+        name
+        for name, spec in declared.items()
+        if name not in data and spec.default is MISSING and spec.default_factory is MISSING
+    ]
+    if missing:
+        raise RecordShapeError(f"{prefix}missing field {', '.join(map(repr, missing))}")
+    unknown = sorted(set(data) - set(declared))
+    if unknown:
+        raise RecordShapeError(
+            f"{prefix}unknown field {', '.join(map(repr, unknown))} (known: {', '.join(declared)})"
+        )
+    return cls(**data)
 
 
 def stable_hash(obj: Any, length: int = 32) -> str:
@@ -99,12 +128,30 @@ class TrajectoryRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrajectoryRecord:
+        """The record a `to_dict()` (native format) dict describes.
+
+        Raises:
+            RecordShapeError: a missing, unknown or wrongly nested field, named in words.
+        """
+        if not isinstance(data, dict):
+            raise RecordShapeError("a trajectory must be a JSON object")
+        missing = [
+            name for name in ("source_format", "source", "task", "context") if name not in data
+        ]
+        if missing:
+            raise RecordShapeError(f"missing field {', '.join(map(repr, missing))}")
+        attempts = data.get("attempts", [])
+        if not isinstance(attempts, list):
+            raise RecordShapeError("attempts must be a list")
         return cls(
             source_format=data["source_format"],
             source=data["source"],
-            task=TaskSpec(**data["task"]),
-            context=ContextSpec(**data["context"]),
-            attempts=[AttemptRecord(**a) for a in data.get("attempts", [])],
+            task=_build(TaskSpec, data["task"], "task"),
+            context=_build(ContextSpec, data["context"], "context"),
+            attempts=[
+                _build(AttemptRecord, attempt, f"attempts[{position}]")
+                for position, attempt in enumerate(attempts)
+            ],
             baseline_latency_ms=data.get("baseline_latency_ms"),
             evidence=data.get("evidence", {}),
             synthetic=data.get("synthetic", False),

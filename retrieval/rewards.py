@@ -11,6 +11,9 @@ import math
 from dataclasses import dataclass
 
 STAGES = ("draft", "refine")
+# Every reward lies in [REWARD_MIN, REWARD_MAX], so every value (a mean of rewards and Q0) does.
+REWARD_MIN = -1.0
+REWARD_MAX = 1.0
 
 
 @dataclass(frozen=True)

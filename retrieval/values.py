@@ -12,6 +12,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from retrieval.rewards import REWARD_MAX, REWARD_MIN
+
 PRIOR_SCOPE = "prior"
 # Variance of a reward uniform on [-1, 1]: the uncertainty of a value nobody has observed.
 PRIOR_VARIANCE = 1.0 / 3.0
@@ -72,7 +74,9 @@ def value_estimate(
 
     Returns:
         The estimate, the scope carrying the largest weight ("prior" when nothing observed
-        dominates), the local and total counts, an approximate 95% interval and the weights.
+        dominates), the local and total counts, an approximate 95% interval (normal
+        approximation, clipped to the reward range [-1, 1] that a value cannot leave) and the
+        weights.
     """
     scopes = list(chain) if backoff else list(chain[:1])
     value = q0
@@ -101,7 +105,7 @@ def value_estimate(
         scope=dominant,
         n_local=local.n if local else 0,
         n_total=sum(stats[s].n for s in scopes if s in stats),
-        ci_low=value - half_width,
-        ci_high=value + half_width,
+        ci_low=max(REWARD_MIN, value - half_width),
+        ci_high=min(REWARD_MAX, value + half_width),
         weights=weights,
     )

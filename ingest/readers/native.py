@@ -15,7 +15,12 @@ from pathlib import Path
 from typing import IO
 
 from ingest.errors import FileUnreadableError
-from ingest.records import NATIVE_FORMAT_VERSION, RejectedRecord, TrajectoryRecord
+from ingest.records import (
+    NATIVE_FORMAT_VERSION,
+    RecordShapeError,
+    RejectedRecord,
+    TrajectoryRecord,
+)
 from ingest.sources import head
 
 FORMAT = "native"
@@ -70,8 +75,8 @@ def _parse_line(path: Path, number: int, line: str) -> TrajectoryRecord | Reject
         )
     try:
         record = TrajectoryRecord.from_dict(data)
-    except (KeyError, TypeError) as exc:
-        return RejectedRecord(str(path), position, f"not a trajectory record: {exc!r}")
+    except RecordShapeError as exc:
+        return RejectedRecord(str(path), position, f"not a trajectory record: {exc}")
     problem = _check(record)
     if problem:
         return RejectedRecord(str(path), position, problem)

@@ -48,3 +48,19 @@ def test_interval_narrows_with_observations():
     many = value_estimate(CHAIN, {"chip:a100": ScopeStats(50, 0.5, 15.0)}, q0=0.0, kappa=2.0)
     assert (many.ci_high - many.ci_low) < (few.ci_high - few.ci_low)
     assert math.isfinite(many.ci_low)
+
+
+def test_interval_is_clipped_to_the_reward_range():
+    unseen = value_estimate(["chip:a100", "global"], {}, q0=0.0, kappa=2.0)
+    assert (unseen.ci_low, unseen.ci_high) == (-1.0, 1.0)  # 0 ± 1.13 before clipping
+    high = value_estimate(
+        ["chip:a100", "global"],
+        {"chip:a100": ScopeStats(n=2, q=0.9, sumsq=1.62)},
+        q0=0.0,
+        kappa=2.0,
+    )
+    assert high.ci_high == 1.0 and -1.0 <= high.ci_low < high.value
+    low = value_estimate(
+        ["chip:a100"], {"chip:a100": ScopeStats(n=1, q=-1.0, sumsq=1.0)}, q0=0.0, kappa=0.5
+    )
+    assert low.ci_low == -1.0 and low.value < low.ci_high <= 1.0
