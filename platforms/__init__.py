@@ -4,7 +4,9 @@ lessons from one backend's vocabulary into another's."""
 
 from platforms.backends import BACKENDS, Backend, get_backend
 from platforms.chips import Chip, all_chips, all_families, chips_in_family, get_chip
-from platforms.concepts import RenderedText, render, translate_params
+from platforms.concepts import translate_params
+from platforms.glossary import GlossaryEntry
+from platforms.rendering import RenderedText, render
 from platforms.resolve import UnknownChipError, backend_of, family_of, name_key, resolve
 from platforms.scopes import SCOPE_LEVELS, format_scope, parse_scope, scope_chain
 
@@ -13,6 +15,7 @@ __all__ = [
     "SCOPE_LEVELS",
     "Backend",
     "Chip",
+    "GlossaryEntry",
     "RenderedText",
     "UnknownChipError",
     "all_chips",
