@@ -61,6 +61,7 @@ def value_estimate(
     q0: float,
     kappa: float,
     backoff: bool = True,
+    evidence_weight: Mapping[str, float] | None = None,
 ) -> ValueEstimate:
     """Estimate a lesson's value in a context by shrinkage down its scope chain.
 
@@ -71,6 +72,9 @@ def value_estimate(
         kappa: prior strength in pseudo-observations.
         backoff: when False, only the most specific scope is used (against Q0), so values
             learned elsewhere do not carry over.
+        evidence_weight: per scope, the weight of one of its observations (default 1): each
+            scope counts as n_s * weight observations, so evidence from a superseded toolchain
+            counts less (`retrieval.toolchain.scope_weights`).
 
     Returns:
         The estimate, the scope carrying the largest weight ("prior" when nothing observed
@@ -83,8 +87,8 @@ def value_estimate(
     weights: dict[str, float] = {PRIOR_SCOPE: 1.0}
     for scope in reversed(scopes):
         observed = stats.get(scope)
-        n = observed.n if observed else 0
-        if n == 0:
+        n = (observed.n if observed else 0) * (evidence_weight or {}).get(scope, 1.0)
+        if n <= 0:
             continue
         keep = kappa / (n + kappa)
         value = (n * observed.q + kappa * value) / (n + kappa)  # type: ignore[union-attr]
@@ -96,7 +100,8 @@ def value_estimate(
         if scope == PRIOR_SCOPE:
             continue
         observed = stats[scope]
-        variance += weight**2 * _scope_variance(observed) / observed.n
+        n_weighted = observed.n * (evidence_weight or {}).get(scope, 1.0)
+        variance += weight**2 * _scope_variance(observed) / n_weighted
     half_width = 1.96 * math.sqrt(variance)
     dominant = max(weights.items(), key=lambda item: (item[1], item[0] != PRIOR_SCOPE))[0]
     local = stats.get(chain[0]) if chain else None
