@@ -40,7 +40,9 @@ def test_malformed_cache_entries_become_rejects(tmp_path: Path) -> None:
         {
             "32": {"block_size_x": 32, "time": 1.0, "times": [1.0, 1.1]},
             "64": {"block_size_x": 64, "time": "CompilationFailedConfig"},
+            # parameters only in the key, as older Kernel Tuner versions wrote: read from it
             "96": {"time": 2.0},
+            "96,1": {"time": 2.0},
             "128": {"block_size_x": 128, "time": None},
             "160": [1, 2],
         },
@@ -48,10 +50,12 @@ def test_malformed_cache_entries_become_rejects(tmp_path: Path) -> None:
     records = list(read_any([path]))
     rejects = [r for r in records if isinstance(r, RejectedRecord)]
     (traj,) = [r for r in records if isinstance(r, TrajectoryRecord)]
-    assert [r.position for r in rejects] == ["cache['96']", "cache['128']", "cache['160']"]
-    assert "block_size_x" in rejects[0].reason and "time" in rejects[1].reason
+    assert [r.position for r in rejects] == ["cache['96,1']", "cache['128']", "cache['160']"]
+    assert "key has 2 values for 1 parameters" in rejects[0].reason
+    assert "time" in rejects[1].reason
     assert all(r.path == str(path) for r in rejects)
-    assert [a.error_category for a in traj.attempts] == [None, "compile"]
+    assert [a.error_category for a in traj.attempts] == [None, "compile", None]
+    assert traj.attempts[2].params == {"block_size_x": 96}
 
 
 def test_unreadable_files_are_rejected_and_the_run_continues(tmp_path: Path) -> None:
