@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install run test test-all lint bench-ingest bench-learning clean
+.PHONY: install run test lint bench-ingest bench-learning clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check platforms retrieval ingest memory_service agent_client kernels tests
+	$(BIN)/ruff check platforms retrieval ingest memory_service agent_client kernels bench tests
 	$(BIN)/mypy
 
 bench-ingest: $(STAMP)

@@ -1,33 +1,48 @@
 """The MemoryService facade: every entry point (HTTP, MCP, CLI) calls these methods.
 
 It owns the SQL store (source of truth), the vector index (a rebuildable cache) and the
-embedder, and delegates ranking and value arithmetic to the pure `retrieval` package.
+embedder, and composes the parts in `memory_service.core` (lessons, learning loop, ingest,
+export/import, audit, keys, maintenance), each given only the collaborators it needs. Every
+method here is a one-line delegation; ranking and value arithmetic live in `retrieval`.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from sqlalchemy import func
-from sqlmodel import Session, col, select
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from ingest.records import RejectedRecord, TrajectoryRecord
-from memory_service import lessons as lesson_rows
-from memory_service.embedder import Embedder, create_embedder
-from memory_service.index import VectorIndex, create_index
-from memory_service.models import IngestSummary
-from memory_service.schema import Lesson, LessonValue, Outcome, Retrieval
-from memory_service.service_learning import LearningLoop
-from memory_service.settings import Settings
-from memory_service.store import create_store_engine
-from memory_service.values import rebuild_values
+from memory_service.core import auth, bundles
+from memory_service.core.audit import public_audit, transfer_audit
+from memory_service.core.audit_models import TransferAuditPublic
+from memory_service.core.embedder import Embedder, create_embedder
+from memory_service.core.index import VectorIndex, create_index
+from memory_service.core.ingest import ingest_records
+from memory_service.core.learning import LearningLoop
+from memory_service.core.lessons import Lessons
+from memory_service.core.maintenance import Maintenance, ProgressFn
+from memory_service.core.models import (
+    IngestSummary,
+    LessonCreate,
+    LessonDetail,
+    LessonHistory,
+    LessonList,
+    LessonPublic,
+    LessonsCreated,
+    LessonUpdate,
+    ReportRequest,
+    ReportResponse,
+    RetrieveRequest,
+    RetrieveResponse,
+)
+from memory_service.core.settings import Settings
+from memory_service.core.store import Store
 
-ProgressFn = Callable[[int, int], None]
 
-
-class MemoryService(LearningLoop):
+class MemoryService:
     """Value-driven lesson memory over one SQL store, one vector index and one embedder."""
 
     def __init__(
@@ -38,9 +53,7 @@ class MemoryService(LearningLoop):
         index: VectorIndex | None = None,
     ):
         self.settings = settings or Settings()
-        if self.settings.database_url is None:
-            self.settings.data_dir.mkdir(parents=True, exist_ok=True)
-        self.engine = create_store_engine(self.settings.resolved_database_url())
+        self.store = Store.open(self.settings)
         self.embedder = embedder or create_embedder(
             self.settings.embedder, self.settings.embedding_model_path
         )
@@ -50,88 +63,92 @@ class MemoryService(LearningLoop):
             url=self.settings.index_url,
             collection=self.settings.index_collection,
         )
-        self._write_lock = threading.RLock()
+        parts = (self.store, self.index, self.embedder, self.settings)
+        self._lessons = Lessons(*parts)
+        self._learning = LearningLoop(*parts)
+        self._maintenance = Maintenance(*parts)
+
+    @property
+    def engine(self) -> Engine:
+        """The SQL engine (benchmarks and tests read the store directly)."""
+        return self.store.engine
+
+    def _tenant(self, tenant: str | None) -> str:
+        return tenant or self.settings.tenant
 
     def close(self) -> None:
-        self.engine.dispose()
+        self.store.close()
 
-    # ------------------------------------------------------------- maintenance
-    def rebuild_values(self) -> int:
-        """Recompute every LessonValue row from the outcome log."""
-        with self._write_lock, Session(self.engine) as session:
-            count = rebuild_values(
-                session, self.settings.alpha, self.settings.q0, self.settings.reward_min_count
-            )
-            session.commit()
-            return count
+    # ----------------------------------------------------------------- lessons
+    def add_lessons(
+        self,
+        lessons: list[LessonCreate],
+        *,
+        tenant: str | None = None,
+        creator: str | None = None,
+        session: Session | None = None,
+    ) -> LessonsCreated:
+        """Add lessons; exact duplicates and near-duplicates merge into the existing lesson."""
+        return self._lessons.add_lessons(lessons, tenant=tenant, creator=creator, session=session)
 
-    def value_table(self) -> list[tuple[str, str, str, int, float, float]]:
-        with Session(self.engine) as session:
-            rows = session.exec(
-                select(LessonValue).order_by(
-                    col(LessonValue.lesson_id), col(LessonValue.stage), col(LessonValue.scope)
-                )
-            ).all()
-            return [(r.lesson_id, r.stage, r.scope, r.n, r.q, r.sumsq) for r in rows]
+    def list_lessons(
+        self,
+        *,
+        kind: str | None = None,
+        backend: str | None = None,
+        chip: str | None = None,
+        op: str | None = None,
+        q: str | None = None,
+        status: str = "active",
+        limit: int = 50,
+        offset: int = 0,
+        tenant: str | None = None,
+    ) -> LessonList:
+        """Lessons matching the filters, oldest first; `count` is the total matching."""
+        return self._lessons.list_lessons(
+            kind=kind,
+            backend=backend,
+            chip=chip,
+            op=op,
+            q=q,
+            status=status,
+            limit=limit,
+            offset=offset,
+            tenant=tenant,
+        )
 
-    def reindex(self, batch_size: int = 512, progress: ProgressFn | None = None) -> int:
-        """Drop and rebuild the vector index from the active lessons in SQL."""
-        with self._write_lock, Session(self.engine) as session:
-            self.index.reset()
-            total = session.exec(
-                select(func.count()).select_from(Lesson).where(Lesson.status == "active")
-            ).one()
-            done = 0
-            offset = 0
-            while True:
-                rows = session.exec(
-                    select(Lesson)
-                    .where(Lesson.status == "active")
-                    .order_by(col(Lesson.id))
-                    .offset(offset)
-                    .limit(batch_size)
-                ).all()
-                if not rows:
-                    break
-                offset += len(rows)
-                vectors = self.embedder.embed(
-                    [lesson_rows.embedding_text(r.kind, r.text, r.applicability) for r in rows]
-                )
-                self.index.upsert(
-                    [r.id for r in rows], vectors, [self._index_metadata(r) for r in rows]
-                )
-                done += len(rows)
-                if progress:
-                    progress(done, int(total))
-            return done
+    def get_lesson(self, lesson_id: str, *, tenant: str | None = None) -> LessonDetail:
+        """One lesson with its values per stage and scope."""
+        return self._lessons.get_lesson(lesson_id, tenant=tenant)
 
-    def counts(self) -> dict[str, int]:
-        with Session(self.engine) as session:
-            from memory_service.schema import Attempt, Trajectory
+    def update_lesson(
+        self, lesson_id: str, update: LessonUpdate, *, tenant: str | None = None
+    ) -> LessonPublic:
+        """Edit text, kind, hint or applicability; the previous version is kept as a revision."""
+        return self._lessons.update_lesson(lesson_id, update, tenant=tenant)
 
-            return {
-                name: int(session.exec(select(func.count()).select_from(table)).one())
-                for name, table in (
-                    ("lessons", Lesson),
-                    ("trajectories", Trajectory),
-                    ("attempts", Attempt),
-                    ("retrievals", Retrieval),
-                    ("outcomes", Outcome),
-                    ("values", LessonValue),
-                )
-            }
+    def archive_lesson(self, lesson_id: str, *, tenant: str | None = None) -> LessonPublic:
+        """Archive (never delete): the lesson leaves retrieval, its history stays."""
+        return self._lessons.archive_lesson(lesson_id, tenant=tenant)
 
-    def export(self, path: Path, *, tenant: str | None = None) -> dict[str, int]:
-        """Write the tenant's lessons, runs, retrievals and outcome log to a JSONL bundle."""
-        from memory_service.transfer_io import export_bundle
+    # ---------------------------------------------------------- learning loop
+    def retrieve(self, request: RetrieveRequest, *, tenant: str | None = None) -> RetrieveResponse:
+        """Recall by similarity, gate by applicability, re-rank by similarity and value."""
+        return self._learning.retrieve(request, tenant=tenant)
 
-        return export_bundle(self, path, tenant or self.settings.tenant)
+    def report(
+        self,
+        request: ReportRequest,
+        *,
+        idempotency_key: str | None = None,
+        tenant: str | None = None,
+    ) -> ReportResponse:
+        """Record an outcome, reward the credited lessons in every scope, return new values."""
+        return self._learning.report(request, idempotency_key=idempotency_key, tenant=tenant)
 
-    def import_bundle(self, path: Path, *, tenant: str | None = None) -> dict[str, int]:
-        """Load a bundle written by `export` (idempotent); values are rebuilt from its log."""
-        from memory_service.transfer_io import import_bundle
-
-        return import_bundle(self, path, tenant or self.settings.tenant)
+    def lesson_history(self, lesson_id: str, *, tenant: str | None = None) -> LessonHistory:
+        """The outcomes that credited a lesson, oldest first, and its values per scope."""
+        return self._learning.lesson_history(lesson_id, tenant=tenant)
 
     # ------------------------------------------------------------------ ingest
     def ingest(
@@ -142,6 +159,94 @@ class MemoryService(LearningLoop):
         progress: Callable[[TrajectoryRecord | RejectedRecord], None] | None = None,
     ) -> IngestSummary:
         """Store trajectories, distil and store their lessons; idempotent per trajectory."""
-        from memory_service.ingest_pipeline import ingest_records
+        return ingest_records(
+            self.store,
+            self._lessons,
+            self.settings.batch_size,
+            records,
+            self._tenant(tenant),
+            progress,
+        )
 
-        return ingest_records(self, records, tenant or self.settings.tenant, progress)
+    # ------------------------------------------------------------------- audit
+    def audit_transfer(
+        self,
+        *,
+        level: str = "chip",
+        chips: str | list[str] | None = None,
+        backends: str | list[str] | None = None,
+        op: str | None = None,
+        stage: str = "draft",
+        min_n: int = 1,
+        tenant: str | None = None,
+    ) -> TransferAuditPublic:
+        """Which lessons transfer across chips or backends (DESIGN section 5)."""
+        return public_audit(
+            transfer_audit(
+                self.store,
+                self.settings.q0,
+                level=level,
+                chips=chips,
+                backends=backends,
+                op=op,
+                stage=stage,
+                min_n=min_n,
+                tenant=self._tenant(tenant),
+            )
+        )
+
+    # ----------------------------------------------------------- export/import
+    def export(self, path: Path, *, tenant: str | None = None) -> dict[str, int]:
+        """Write the tenant's lessons, runs, retrievals and outcome log to a JSONL bundle."""
+        return bundles.export_bundle(self.store, path, self._tenant(tenant))
+
+    def import_bundle(self, path: Path, *, tenant: str | None = None) -> dict[str, int]:
+        """Load a bundle written by `export` (idempotent); values are rebuilt from its log."""
+        return bundles.import_bundle(
+            self.store,
+            self.index,
+            self.embedder,
+            self.rebuild_values,
+            path,
+            self._tenant(tenant),
+        )
+
+    # -------------------------------------------------------------------- keys
+    def authenticate(self, authorization: str | None, client_host: str | None) -> tuple[str, str]:
+        """(tenant, role) of a request's Authorization header, or Unauthorized."""
+        with self.store.session() as session:
+            return auth.authenticate(session, authorization, client_host, self.settings.tenant)
+
+    def create_key(
+        self, role: str, *, tenant: str | None = None, name: str = ""
+    ) -> tuple[auth.ApiKey, str]:
+        """A new API key and its secret (shown once; only its hash is stored)."""
+        with self.store.session() as session:
+            return auth.create_key(session, role, self._tenant(tenant), name)
+
+    def list_keys(self) -> list[auth.ApiKey]:
+        """Every API key (ids, roles, tenants; never the secrets)."""
+        with self.store.session() as session:
+            return auth.list_keys(session)
+
+    def revoke_key(self, key_id: str) -> auth.ApiKey:
+        """Revoke a key; requests with it get 401 from then on."""
+        with self.store.session() as session:
+            return auth.revoke_key(session, key_id)
+
+    # ------------------------------------------------------------- maintenance
+    def rebuild_values(self) -> int:
+        """Recompute every LessonValue row from the outcome log."""
+        return self._maintenance.rebuild_values()
+
+    def value_table(self) -> list[tuple[str, str, str, int, float, float]]:
+        """Every value row as (lesson, stage, scope, n, q, sumsq), ordered."""
+        return self._maintenance.value_table()
+
+    def reindex(self, batch_size: int = 512, progress: ProgressFn | None = None) -> int:
+        """Drop and rebuild the vector index from the active lessons in SQL."""
+        return self._maintenance.reindex(batch_size, progress)
+
+    def counts(self) -> dict[str, int]:
+        """Rows per table of the store."""
+        return self._maintenance.counts()

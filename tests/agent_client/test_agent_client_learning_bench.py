@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("memory_service.api")
-from kernels.runners.replay import Recording  # noqa: E402
-from memory_service.bench.learning import (  # noqa: E402
+pytest.importorskip("memory_service.http.app")
+from bench.learning import (  # noqa: E402
     Chip,
     discover,
     fractions,
@@ -18,6 +17,7 @@ from memory_service.bench.learning import (  # noqa: E402
     run_learning_bench,
     summarise,
 )
+from kernels.runners.replay import Recording  # noqa: E402
 
 
 def test_fractions_are_best_so_far_over_the_optimum() -> None:
@@ -69,7 +69,7 @@ def test_quick_run_writes_json_markdown_and_plot(tmp_path: Path, make_synthetic_
 def test_source_order_is_sorted_for_seed_zero_and_permuted_by_other_seeds(
     tmp_path: Path, make_synthetic_cache: Any
 ) -> None:
-    from memory_service.bench.learning import source_order
+    from bench.learning import source_order
 
     chips = [
         Chip(name, tmp_path / name, Recording(make_synthetic_cache(tmp_path / f"{name}.json.gz")))
@@ -83,7 +83,7 @@ def test_source_order_is_sorted_for_seed_zero_and_permuted_by_other_seeds(
 
 
 def test_markdown_reports_held_out_and_development_kernels_apart(tmp_path: Path) -> None:
-    from memory_service.bench.learning_report import write_markdown
+    from bench.learning_report import write_markdown
 
     def entry(op: str, value: float) -> dict[str, Any]:
         spread = {"mean": value, "std": 0.0, "min": value, "max": value}

@@ -20,8 +20,8 @@ from ingest.records import TrajectoryRecord
 from kernels.runners.base import EvalResult
 from kernels.runners.replay import ReplayRunner
 
-pytest.importorskip("memory_service.api")
-from memory_service.bench.learning import LiveService  # noqa: E402
+pytest.importorskip("memory_service.http.app")
+from bench.learning import LiveService  # noqa: E402
 
 
 @pytest.fixture

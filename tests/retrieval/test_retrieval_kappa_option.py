@@ -6,9 +6,9 @@ import pytest
 
 from retrieval.values import ScopeStats, value_estimate
 
-pytest.importorskip("memory_service.settings")
-from memory_service.models import RetrieveOptions  # noqa: E402
-from memory_service.settings import Settings  # noqa: E402
+pytest.importorskip("memory_service.core.settings")
+from memory_service.core.models import RetrieveOptions  # noqa: E402
+from memory_service.core.settings import Settings  # noqa: E402
 
 
 def test_kappa_option_overrides_the_service_default() -> None:

@@ -1,0 +1,128 @@
+"""`tunemem audit transfer`: the transfer matrix as a table, JSON, or an HTML report.
+
+Against the embedded store by default; against a running server with `--url` (it reads
+`GET /v1/audit/transfer`). Both paths go through the MemoryAPI and produce the same
+`TransferAuditPublic`, so the table and the report do not depend on where the audit was
+computed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from memory_service.cli.common import (
+    DataDirOpt,
+    JsonOpt,
+    UrlOpt,
+    console,
+    err,
+    fail,
+    open_service,
+    run_guarded,
+)
+from memory_service.core.audit_models import TransferAuditPublic
+from memory_service.http.audit_html import render_report
+
+audit_app = typer.Typer(help="Audits over the outcome log.", no_args_is_help=True)
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def print_matrix(audit: Any) -> None:
+    """One row per ordered pair: correlation, agreement, helped/hurt count, optimum reach."""
+    table = Table(
+        "source",
+        "target",
+        "common",
+        "rank corr",
+        "same verdict",
+        "helped→hurt",
+        "optimum (mean / best, lessons)",
+        title=(f"transfer audit, {audit.level} level, stage {audit.stage}, op {audit.op or 'all'}"),
+    )
+    for pair in audit.pairs:
+        opt = pair.optimum
+        table.add_row(
+            pair.source,
+            pair.target,
+            str(pair.n_common),
+            _fmt(pair.spearman, "+.2f"),
+            _fmt(pair.sign_agreement, ".0%"),
+            str(len(pair.helped_source_hurt_target)),
+            (
+                f"{opt.mean_fraction:.2f} / {opt.best_fraction:.2f}, {opt.n_lessons}"
+                if opt
+                else "n/a"
+            ),
+        )
+    console.print(table)
+    hurt = [(p, item) for p in audit.pairs for item in p.helped_source_hurt_target]
+    if hurt:
+        lessons = Table(
+            "source → target",
+            "lesson",
+            "value src",
+            "value tgt",
+            "text",
+            title="lessons that helped on the source and hurt on the target",
+        )
+        for pair, item in hurt:
+            brief = audit.lessons.get(item.lesson_id)
+            lessons.add_row(
+                f"{pair.source} → {pair.target}",
+                item.lesson_id[:8],
+                f"{item.source_q:+.2f} (n={item.source_n})",
+                f"{item.target_q:+.2f} (n={item.target_n})",
+                (brief.text if brief else "")[:100],
+            )
+        console.print(lessons)
+
+
+@audit_app.command("transfer")
+def transfer(
+    level: Annotated[str, typer.Option(help="chip or backend")] = "chip",
+    chips: Annotated[str | None, typer.Option(help="comma list of chips (level chip)")] = None,
+    backends: Annotated[
+        str | None, typer.Option(help="comma list of backends (level backend)")
+    ] = None,
+    op: Annotated[str | None, typer.Option(help="operator family, e.g. convolution")] = None,
+    stage: Annotated[str, typer.Option(help="draft or refine")] = "draft",
+    min_n: Annotated[int, typer.Option(help="outcomes a lesson needs per scope")] = 1,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="also write the HTML report here")
+    ] = None,
+    url: UrlOpt = None,
+    data_dir: DataDirOpt = None,
+    api_key: Annotated[
+        str | None, typer.Option("--api-key", help="bearer key for the server given --url")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Which lessons transfer between chips (or backends): values, rank correlation, reach."""
+
+    def go() -> TransferAuditPublic:
+        memory = open_service(url, data_dir, api_key=api_key)
+        try:
+            return memory.audit_transfer(
+                level=level, chips=chips, backends=backends, op=op, stage=stage, min_n=min_n
+            )
+        finally:
+            memory.close()
+
+    audit = run_guarded(go)
+    if as_json:
+        console.print_json(audit.model_dump_json())
+    else:
+        print_matrix(audit)
+    if html is not None:
+        try:
+            html.write_text(render_report(audit), encoding="utf-8")
+        except OSError as exc:
+            fail(f"cannot write {html}: {exc}")
+        err.print(f"wrote the HTML report to {html}")

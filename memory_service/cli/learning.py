@@ -1,0 +1,127 @@
+"""`tunemem retrieve` and `tunemem report`: the learning loop from the command line."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from memory_service.cli.common import (
+    DataDirOpt,
+    JsonOpt,
+    UrlOpt,
+    console,
+    emit_json,
+    fail,
+    open_service,
+    run_guarded,
+)
+
+
+def retrieve(
+    op: Annotated[
+        str | None, typer.Option(help="operator family, e.g. softmax, convolution")
+    ] = None,
+    chip: Annotated[str | None, typer.Option(help="target chip name, e.g. H200, MI250X")] = None,
+    backend: Annotated[
+        str | None, typer.Option(help="target backend when no chip is given")
+    ] = None,
+    stage: Annotated[str, typer.Option(help="draft or refine")] = "draft",
+    query: Annotated[str, typer.Option("--query", "-q", help="free text")] = "",
+    signature: Annotated[str | None, typer.Option(help='JSON object, e.g. {"N": 4096}')] = None,
+    dtype: Annotated[str | None, typer.Option(help="dtype, e.g. bf16")] = None,
+    model: Annotated[str | None, typer.Option(help="model name")] = None,
+    scenario: Annotated[str | None, typer.Option(help="prefill, decode, training ...")] = None,
+    k: Annotated[int | None, typer.Option(help="lessons to return")] = None,
+    lam: Annotated[float | None, typer.Option("--lambda", help="value weight override")] = None,
+    url: UrlOpt = None,
+    data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Ask for the lessons that apply to a task in a context."""
+    from memory_service.core.models import RetrieveRequest
+
+    try:
+        sig = json.loads(signature) if signature else {}
+    except json.JSONDecodeError as exc:
+        fail(f"--signature is not JSON: {exc}")
+
+    def go() -> None:
+        request = RetrieveRequest(
+            query=query,
+            task={"op": op, "signature": sig, "dtype": dtype},
+            context={"chip": chip, "backend": backend, "model": model, "scenario": scenario},
+            stage=stage,  # type: ignore[arg-type]
+            k=k,
+            options={"lam": lam},
+        )
+        result = open_service(url, data_dir).retrieve(request)
+        if as_json:
+            emit_json(result.model_dump(mode="json"))
+            return
+        console.print(
+            f"retrieval [bold]{result.retrieval_id}[/bold]"
+            f"  scopes: {' → '.join(result.scope_chain)}"
+        )
+        table = Table("#", "kind", "lesson", "score", "sim", "value (scope, n)", "explore")
+        for i, lesson in enumerate(result.lessons, 1):
+            b = lesson.breakdown
+            text = lesson.rendered_text or lesson.text
+            flags = (" [transferred]" if lesson.transferred else "") + (
+                " [avoid]" if lesson.warning else ""
+            )
+            table.add_row(
+                str(i),
+                lesson.kind,
+                text[:160] + flags,
+                f"{lesson.score:.2f}",
+                f"{b.similarity:.2f}",
+                f"{b.value:+.2f} ({b.value_scope}, {b.n})",
+                f"{b.exploration:.2f}",
+            )
+        console.print(table)
+
+    run_guarded(go)
+
+
+# ----------------------------------------------------------------- report
+def report(
+    retrieval_id: Annotated[str, typer.Argument(help="the id a retrieve returned")],
+    compiled: Annotated[bool, typer.Option("--compiled/--not-compiled")] = True,
+    correct: Annotated[bool | None, typer.Option("--correct/--incorrect")] = None,
+    latency_ms: Annotated[float | None, typer.Option(help="measured latency")] = None,
+    best_before_ms: Annotated[
+        float | None, typer.Option(help="best latency before this attempt")
+    ] = None,
+    error: Annotated[str | None, typer.Option(help="error text")] = None,
+    used: Annotated[
+        list[str] | None,
+        typer.Option("--used", help="lesson ids used (repeat); default all returned"),
+    ] = None,
+    idempotency_key: Annotated[
+        str | None, typer.Option(help="makes a retried report count once")
+    ] = None,
+    url: UrlOpt = None,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Report what happened after an attempt; credited lessons' values move."""
+    from memory_service.core.models import ReportRequest
+
+    def go() -> None:
+        request = ReportRequest(
+            retrieval_id=retrieval_id,
+            used=used or None,
+            outcome={
+                "compiled": compiled,
+                "correct": correct,
+                "latency_ms": latency_ms,
+                "best_before_ms": best_before_ms,
+                "error": error,
+            },
+        )
+        result = open_service(url, data_dir).report(request, idempotency_key=idempotency_key)
+        emit_json(result.model_dump(mode="json"))
+
+    run_guarded(go)

@@ -1,0 +1,117 @@
+"""`tunemem lessons ...`: list, show, archive and add lessons."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from memory_service.cli.common import (
+    DataDirOpt,
+    JsonOpt,
+    UrlOpt,
+    console,
+    emit_json,
+    fail,
+    open_service,
+    run_guarded,
+)
+
+lessons_app = typer.Typer(help="List, show, add and archive lessons.", no_args_is_help=True)
+
+
+@lessons_app.command("list")
+def lessons_list(
+    kind: Annotated[str | None, typer.Option()] = None,
+    backend: Annotated[str | None, typer.Option()] = None,
+    chip: Annotated[str | None, typer.Option()] = None,
+    op: Annotated[str | None, typer.Option()] = None,
+    q: Annotated[str | None, typer.Option("--q", help="text contains")] = None,
+    status: Annotated[str, typer.Option(help="active, archived or all")] = "active",
+    limit: Annotated[int, typer.Option()] = 20,
+    offset: Annotated[int, typer.Option()] = 0,
+    url: UrlOpt = None,
+    data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List lessons with filters and paging."""
+
+    def go() -> None:
+        result = open_service(url, data_dir).list_lessons(
+            kind=kind,
+            backend=backend,
+            chip=chip,
+            op=op,
+            q=q,
+            status=status,
+            limit=limit,
+            offset=offset,
+        )
+        if as_json:
+            emit_json(result.model_dump(mode="json"))
+            return
+        table = Table("id", "kind", "op", "chips", "text", title=f"{result.count} lessons match")
+        for lesson in result.data:
+            a = lesson.applicability
+            table.add_row(
+                lesson.id[:8], lesson.kind, a.op or "*", ",".join(a.chips) or "*", lesson.text[:110]
+            )
+        console.print(table)
+
+    run_guarded(go)
+
+
+@lessons_app.command("show")
+def lessons_show(
+    lesson_id: str,
+    url: UrlOpt = None,
+    data_dir: DataDirOpt = None,
+    history: Annotated[
+        bool, typer.Option("--history", help="include the outcomes behind the values")
+    ] = False,
+) -> None:
+    """Show one lesson with its values per stage and scope."""
+
+    def go() -> None:
+        svc = open_service(url, data_dir)
+        data = svc.get_lesson(lesson_id).model_dump(mode="json")
+        if history:
+            data["history"] = svc.lesson_history(lesson_id).model_dump(mode="json")["outcomes"]
+        emit_json(data)
+
+    run_guarded(go)
+
+
+@lessons_app.command("archive")
+def lessons_archive(lesson_id: str, url: UrlOpt = None, data_dir: DataDirOpt = None) -> None:
+    """Archive a lesson (kept with its history, no longer retrieved)."""
+    run_guarded(
+        lambda: emit_json(
+            open_service(url, data_dir).archive_lesson(lesson_id).model_dump(mode="json")
+        )
+    )
+
+
+@lessons_app.command("add")
+def lessons_add(
+    file: Annotated[
+        Path, typer.Argument(help='JSON file: {"lessons": [...]} as POST /v1/lessons takes')
+    ],
+    url: UrlOpt = None,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Add lessons from a JSON file (idempotent)."""
+    from pydantic import ValidationError
+
+    from memory_service.core.models import LessonsCreate
+
+    try:
+        body = LessonsCreate(**json.loads(file.read_text()))
+    except (OSError, json.JSONDecodeError, ValidationError, TypeError) as exc:
+        fail(f"{file}: {exc}")
+    run_guarded(
+        lambda: emit_json(open_service(url, data_dir).add_lessons(body.lessons).model_dump())
+    )

@@ -1,0 +1,180 @@
+"""Storing what `ingest` reads: trajectories, attempts and distilled lessons, in batches.
+
+Each batch of trajectories is one transaction (rows, attempts, lessons and their index
+entries), so an ingest killed at any point and rerun ends with the same store as an
+uninterrupted one: committed trajectories are skipped by their deterministic ids, the rest
+are written again in the same order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import asdict
+
+from pydantic import ValidationError
+from sqlalchemy import insert
+from sqlmodel import col, select
+
+from ingest.distill import distill
+from ingest.records import RejectedRecord, TrajectoryRecord
+from memory_service.core.lessons import Lessons
+from memory_service.core.models import IngestSummary, LessonCreate
+from memory_service.core.schema import Attempt, Trajectory
+from memory_service.core.store import Store
+
+MAX_ATTEMPTS_PER_BATCH = 50_000
+
+
+def _lessons_of(record: TrajectoryRecord) -> list[LessonCreate]:
+    lessons = []
+    for draft in distill(record):
+        lessons.append(
+            LessonCreate(
+                kind=draft.kind,  # type: ignore[arg-type]
+                text=draft.text,
+                hint=draft.hint,
+                code=draft.code,
+                applicability=draft.applicability,  # type: ignore[arg-type]
+                provenance=draft.provenance,
+            )
+        )
+    return lessons
+
+
+def _trajectory_row(record: TrajectoryRecord, tenant: str) -> Trajectory:
+    return Trajectory(
+        id=record.id,
+        tenant=tenant,
+        source_format=record.source_format,
+        source=record.source,
+        op=record.task.op,
+        chip=record.context.chip,
+        backend=record.context.backend,
+        task=asdict(record.task),
+        context=asdict(record.context),
+        baseline_latency_ms=record.baseline_latency_ms,
+        evidence=record.evidence,
+        synthetic=record.synthetic,
+        n_attempts=len(record.attempts),
+    )
+
+
+def _attempt_rows(record: TrajectoryRecord, trajectory_id: str) -> list[dict]:
+    return [
+        {
+            "trajectory_id": trajectory_id,
+            "index": a.index,
+            "params": a.params,
+            "code": a.code,
+            "compiled": a.compiled,
+            "correct": a.correct,
+            "error_category": a.error_category,
+            "error": a.error,
+            "latency_ms": a.latency_ms,
+            "latency_min_ms": a.latency_min_ms,
+            "repetitions": a.repetitions,
+            "metrics": a.metrics,
+        }
+        for a in record.attempts
+    ]
+
+
+def _store_batch(
+    store: Store,
+    lessons_part: Lessons,
+    batch: list[TrajectoryRecord],
+    tenant: str,
+    summary: IngestSummary,
+) -> None:
+    with store.session() as session:
+        existing = set(
+            session.exec(
+                select(Trajectory.id).where(col(Trajectory.id).in_([r.id for r in batch]))
+            ).all()
+        )
+        lessons: list[LessonCreate] = []
+        fresh: list[TrajectoryRecord] = []
+        for record in batch:
+            if record.id in existing:
+                summary.skipped += 1
+                continue
+            try:
+                drafted = _lessons_of(record)
+            except (ValidationError, ValueError, KeyError, TypeError) as exc:
+                summary.rejected += 1
+                summary.rejects.append(
+                    {
+                        "path": record.source,
+                        "position": "trajectory",
+                        "reason": f"distillation: {exc}",
+                    }
+                )
+                continue
+            existing.add(record.id)
+            fresh.append(record)
+            lessons.extend(drafted)
+        if not fresh:
+            return
+        attempts: list[dict] = []
+        for record in fresh:
+            session.add(_trajectory_row(record, tenant))
+            attempts.extend(_attempt_rows(record, record.id))
+        session.flush()
+        if attempts:
+            session.execute(insert(Attempt), attempts)
+        created = (
+            lessons_part.add_lessons(lessons, tenant=tenant, session=session) if lessons else None
+        )
+        session.commit()
+    summary.added += len(fresh)
+    summary.attempts += len(attempts)
+    if created is not None:
+        summary.lessons_merged += len(created.merged)
+        summary.lessons_added += len(created.created)
+        summary.merged += len(created.merged)
+
+
+def ingest_records(
+    store: Store,
+    lessons_part: Lessons,
+    batch_size: int,
+    records: Iterable[TrajectoryRecord | RejectedRecord],
+    tenant: str,
+    progress: Callable[[TrajectoryRecord | RejectedRecord], None] | None = None,
+) -> IngestSummary:
+    """Store trajectories and their distilled lessons; returns the counts and the rejects.
+
+    Args:
+        store: the SQL store written (its write lock is held throughout).
+        lessons_part: stores the distilled lessons, in the same transaction as their runs.
+        batch_size: trajectories per transaction.
+        records: what a reader yields; rejected records are counted and listed.
+        tenant: whose store.
+        progress: called once per record read.
+    """
+    summary = IngestSummary()
+    unknown: set[str] = set()
+    batch: list[TrajectoryRecord] = []
+    batch_attempts = 0
+    with store.write_lock:
+        for record in records:
+            if progress:
+                progress(record)
+            if isinstance(record, RejectedRecord):
+                summary.rejected += 1
+                summary.rejects.append(
+                    {"path": record.path, "position": record.position, "reason": record.reason}
+                )
+                continue
+            summary.read += 1
+            if record.context.chip.startswith("unknown:"):
+                unknown.add(record.context.chip_raw or record.context.chip)
+            batch.append(record)
+            batch_attempts += len(record.attempts)
+            if len(batch) >= batch_size or batch_attempts >= MAX_ATTEMPTS_PER_BATCH:
+                _store_batch(store, lessons_part, batch, tenant, summary)
+                batch, batch_attempts = [], 0
+        if batch:
+            _store_batch(store, lessons_part, batch, tenant, summary)
+    summary.unknown_chips = sorted(unknown)
+    return summary

@@ -1,0 +1,392 @@
+"""The learning loop, a part of the service: retrieve (recall, gate, rank), report (rewards
+and value updates), and the history behind a lesson's values.
+
+Given the store, the vector index, the embedder and the settings it needs; the facade
+`MemoryService` delegates to it."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from sqlalchemy import String, cast
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlmodel import Session, col, select
+
+import platforms
+from ingest.records import stable_hash
+from memory_service.core.embedder import Embedder
+from memory_service.core.errors import InvalidInput, NotFound
+from memory_service.core.index import VectorIndex
+from memory_service.core.lessons import get_row, value_rows
+from memory_service.core.models import (
+    Applicability,
+    Breakdown,
+    ContextIn,
+    LessonHistory,
+    OutcomePublic,
+    ReportRequest,
+    ReportResponse,
+    RetrievedLesson,
+    RetrieveRequest,
+    RetrieveResponse,
+    TaskIn,
+    ValueNow,
+)
+from memory_service.core.schema import Lesson, LessonValue, Outcome, Retrieval, utcnow
+from memory_service.core.settings import Settings
+from memory_service.core.store import Store
+from memory_service.core.values import apply_reward, compute_reward
+from retrieval.gating import Query, gate
+from retrieval.query import is_transferred, query_text, source_scope
+from retrieval.ranking import Candidate, rank, recall_size
+from retrieval.values import ScopeStats, ValueEstimate, value_estimate
+
+
+class LearningLoop:
+    """Retrieval, outcome reports and lesson histories."""
+
+    def __init__(self, store: Store, index: VectorIndex, embedder: Embedder, settings: Settings):
+        self.store = store
+        self.index = index
+        self.embedder = embedder
+        self.settings = settings
+
+    @staticmethod
+    def resolve_context(context: ContextIn) -> tuple[str | None, str | None, list[str]]:
+        """(chip id, backend, scope chain) of a request's context."""
+        if context.chip:
+            try:
+                chip = platforms.resolve(context.chip, backend=context.backend)
+            except platforms.UnknownChipError as exc:
+                raise InvalidInput(str(exc), code="unknown_chip") from exc
+            return (chip.id if chip.known else None), chip.backend, platforms.scope_chain(chip)
+        if context.backend:
+            backend = context.backend.lower()
+            valid = list(platforms.BACKENDS)
+            if backend not in valid:
+                raise InvalidInput(
+                    f"unknown backend {context.backend!r}; valid: {', '.join(valid)}",
+                    code="unknown_backend",
+                )
+            return None, backend, [f"backend:{backend}", "global"]
+        return None, None, ["global"]
+
+    @staticmethod
+    def task_key(task: TaskIn) -> str:
+        return stable_hash(
+            {"op": task.op, "kernel": task.kernel, "signature": task.signature, "dtype": task.dtype}
+        )
+
+    @staticmethod
+    def query_text(request: RetrieveRequest, chip: str | None, backend: str | None) -> str:
+        task, ctx = request.task, request.context
+        return query_text(
+            request.query,
+            stage=request.stage,
+            op=task.op,
+            kernel=task.kernel,
+            signature=task.signature,
+            dtype=task.dtype,
+            chip=chip or ctx.chip,
+            backend=backend,
+            model=ctx.model,
+            scenario=ctx.scenario,
+        )
+
+    def retrieve(self, request: RetrieveRequest, *, tenant: str | None = None) -> RetrieveResponse:
+        """Recall by similarity, gate by applicability, re-rank by similarity and value."""
+        tenant = tenant or self.settings.tenant
+        chip, backend, chain = self.resolve_context(request.context)
+        ranking = self.settings.ranking(
+            k=request.k,
+            **request.options.model_dump(exclude_none=True),
+        )
+        vector = self.embedder.embed([self.query_text(request, chip, backend)])[0]
+        n_recall = recall_size(ranking, self.index.count(tenant))
+        # Over-fetch so that gating can drop some; below the floor nothing is admitted anyway.
+        hits = [
+            (lid, sim)
+            for lid, sim in self.index.query(vector, n_recall * 2, tenant)
+            if sim >= ranking.similarity_floor
+        ]
+        with self.store.session() as session:
+            # Gating needs only the applicability and whether there is code; whole rows are
+            # loaded for the k lessons returned.
+            # (status is filtered here, not in SQL, so the planner looks ids up by primary key
+            # instead of scanning the status index)
+            conditions = {
+                lid: (applicability, has_code)
+                for lid, applicability, has_code, status in session.exec(
+                    select(
+                        Lesson.id,
+                        Lesson.applicability,
+                        col(Lesson.code).is_not(None),
+                        Lesson.status,
+                    ).where(col(Lesson.id).in_([h[0] for h in hits]))
+                )
+                if status == "active"
+            }
+            query = Query(op=request.task.op, dtype=request.task.dtype, backend=backend)
+            admitted = gate(
+                [(lid, sim, *conditions[lid]) for lid, sim in hits if lid in conditions],
+                query,
+                ranking.similarity_floor,
+            )[:n_recall]
+            estimates = self._estimates(
+                session,
+                [lid for lid, _ in admitted],
+                request.stage,
+                chain,
+                ranking.q0,
+                ranking.kappa,
+                ranking.backoff,
+            )
+            ranked = rank([Candidate(lid, sim, estimates[lid]) for lid, sim in admitted], ranking)
+            rows = {
+                r.id: r
+                for r in session.exec(
+                    select(Lesson).where(col(Lesson.id).in_([r.lesson_id for r in ranked]))
+                )
+            }
+            lessons = [self._retrieved(rows[r.lesson_id], r, backend) for r in ranked]
+            settings_echo = {**ranking.__dict__, "k_recall_used": n_recall, "pool": len(admitted)}
+            retrieval_id = str(uuid.uuid4())
+            retrieval = Retrieval(
+                id=retrieval_id,
+                tenant=tenant,
+                query=request.query,
+                task=request.task.model_dump(),
+                context={**request.context.model_dump(), "chip_id": chip, "backend": backend},
+                stage=request.stage,
+                scope_chain=chain,
+                results=[
+                    {"id": item.id, "score": item.score, **item.breakdown.model_dump()}
+                    for item in lessons
+                ],
+                settings=settings_echo,
+            )
+            session.add(retrieval)
+            session.commit()
+        return RetrieveResponse(
+            retrieval_id=retrieval_id,
+            stage=request.stage,
+            chip=chip,
+            scope_chain=chain,
+            lessons=lessons,
+            settings=settings_echo,
+        )
+
+    @staticmethod
+    def _estimates(
+        session: Session,
+        lesson_ids: list[str],
+        stage: str,
+        chain: list[str],
+        q0: float,
+        kappa: float,
+        backoff: bool,
+    ) -> dict[str, ValueEstimate]:
+        stats: dict[str, dict[str, ScopeStats]] = {lid: {} for lid in lesson_ids}
+        if lesson_ids:
+            for row in session.exec(
+                select(LessonValue).where(
+                    col(LessonValue.lesson_id).in_(lesson_ids),
+                    LessonValue.stage == stage,
+                    col(LessonValue.scope).in_(chain),
+                )
+            ):
+                stats[row.lesson_id][row.scope] = ScopeStats(row.n, row.q, row.sumsq)
+        return {
+            lid: value_estimate(chain, s, q0=q0, kappa=kappa, backoff=backoff)
+            for lid, s in stats.items()
+        }
+
+    @staticmethod
+    def _retrieved(row: Lesson, ranked: Any, target_backend: str | None) -> RetrievedLesson:
+        source_backends = row.applicability.get("backends") or []
+        transferred = is_transferred(target_backend, source_backends)
+        rendered = None
+        if transferred and target_backend:
+            rendered = platforms.render(row.text, source_backends[0], target_backend).text
+        return RetrievedLesson(
+            id=row.id,
+            kind=row.kind,  # type: ignore[arg-type]
+            text=row.text,
+            hint=row.hint,
+            code=row.code,
+            applicability=Applicability(**row.applicability),
+            score=ranked.score,
+            transferred=transferred,
+            source_scope=source_scope(row.applicability.get("chips") or [], source_backends),
+            rendered_text=rendered,
+            warning=row.kind == "failure",
+            breakdown=Breakdown(
+                similarity=ranked.similarity,
+                value=ranked.value,
+                value_scope=ranked.value_scope,
+                n=ranked.n,
+                exploration=ranked.exploration,
+                z_sim=ranked.z_similarity,
+                z_value=ranked.z_value,
+                ci_low=ranked.ci_low,
+                ci_high=ranked.ci_high,
+            ),
+        )
+
+    # ---------------------------------------------------------------- outcomes
+    def report(
+        self,
+        request: ReportRequest,
+        *,
+        idempotency_key: str | None = None,
+        tenant: str | None = None,
+    ) -> ReportResponse:
+        """Record an outcome, reward the credited lessons in every scope, return new values.
+
+        With several API workers on one PostgreSQL store, two reports may race to create the
+        same value row; the loser's transaction rolls back whole and is retried.
+        """
+        for attempt in range(5):
+            try:
+                return self._report_once(request, idempotency_key=idempotency_key, tenant=tenant)
+            except (IntegrityError, OperationalError):
+                if attempt == 4:
+                    raise
+                time.sleep(0.01 * (2**attempt))
+        raise AssertionError("unreachable")
+
+    def _report_once(
+        self,
+        request: ReportRequest,
+        *,
+        idempotency_key: str | None = None,
+        tenant: str | None = None,
+    ) -> ReportResponse:
+        tenant = tenant or self.settings.tenant
+        with self.store.write_lock, self.store.session() as session:
+            if idempotency_key:
+                previous = session.exec(
+                    select(Outcome).where(
+                        Outcome.tenant == tenant, Outcome.idempotency_key == idempotency_key
+                    )
+                ).first()
+                if previous is not None:
+                    if previous.retrieval_id != request.retrieval_id:
+                        raise InvalidInput(
+                            "idempotency key already used for another retrieval",
+                            code="idempotency_key_reused",
+                        )
+                    return ReportResponse(**{**previous.response, "duplicate": True})
+            retrieval = session.get(Retrieval, request.retrieval_id)
+            if retrieval is None or retrieval.tenant != tenant:
+                raise NotFound(
+                    f"no retrieval with id {request.retrieval_id}", code="retrieval_not_found"
+                )
+            returned = [r["id"] for r in retrieval.results]
+            used = list(dict.fromkeys(request.used)) if request.used is not None else returned
+            unknown = [lid for lid in used if lid not in returned]
+            if unknown:
+                raise InvalidInput(
+                    f"lessons not returned by retrieval {retrieval.id}: {', '.join(unknown)}",
+                    code="lesson_not_in_retrieval",
+                )
+            outcome = request.outcome
+            task = TaskIn(**retrieval.task)
+            task_key = self.task_key(task)
+            now = utcnow()
+            reward = compute_reward(
+                session,
+                tenant,
+                retrieval.stage,
+                task_key,
+                outcome.compiled,
+                outcome.correct,
+                outcome.error,
+                outcome.latency_ms,
+                outcome.best_before_ms,
+                self.settings.reward_min_count,
+            )
+            apply_reward(
+                session,
+                used,
+                retrieval.stage,
+                retrieval.scope_chain,
+                reward,
+                self.settings.alpha,
+                self.settings.q0,
+                now,
+            )
+            session.flush()
+            ranking = self.settings.ranking()
+            estimates = self._estimates(
+                session,
+                used,
+                retrieval.stage,
+                retrieval.scope_chain,
+                ranking.q0,
+                ranking.kappa,
+                ranking.backoff,
+            )
+            row = Outcome(
+                tenant=tenant,
+                retrieval_id=retrieval.id,
+                lessons=used,
+                stage=retrieval.stage,
+                task_key=task_key,
+                scope_chain=retrieval.scope_chain,
+                compiled=outcome.compiled,
+                correct=outcome.correct,
+                latency_ms=outcome.latency_ms,
+                best_before_ms=outcome.best_before_ms,
+                error=outcome.error,
+                reward=reward,
+                reporter=request.reporter,
+                idempotency_key=idempotency_key,
+                created_at=now,
+            )
+            session.add(row)
+            session.flush()
+            response = ReportResponse(
+                outcome_id=row.id or 0,
+                reward=reward,
+                rewards={lid: reward for lid in used},
+                values={
+                    lid: ValueNow(
+                        stage=retrieval.stage,  # type: ignore[arg-type]
+                        value=est.value,
+                        value_scope=est.scope,
+                        n=est.n_local,
+                        ci_low=est.ci_low,
+                        ci_high=est.ci_high,
+                    )
+                    for lid, est in estimates.items()
+                },
+            )
+            row.response = response.model_dump(mode="json")
+            session.add(row)
+            session.commit()
+            return response
+
+    def lesson_history(self, lesson_id: str, *, tenant: str | None = None) -> LessonHistory:
+        """The outcomes that credited a lesson, oldest first, and its values per scope."""
+        tenant = tenant or self.settings.tenant
+        with self.store.session() as session:
+            get_row(session, lesson_id, tenant)
+            rows = session.exec(
+                select(Outcome)
+                .where(
+                    Outcome.tenant == tenant,
+                    cast(Outcome.lessons, String).contains(f'"{lesson_id}"'),
+                )
+                .order_by(col(Outcome.id))
+            ).all()
+            outcomes = [
+                OutcomePublic(**r.model_dump(include=set(OutcomePublic.model_fields)))
+                for r in rows
+                if lesson_id in r.lessons
+            ]
+            return LessonHistory(
+                lesson_id=lesson_id, outcomes=outcomes, values=value_rows(session, lesson_id)
+            )

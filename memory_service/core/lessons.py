@@ -1,0 +1,291 @@
+"""Lessons, a part of the service: add (with dedup), list, get, edit, archive.
+
+Given the store, the vector index, the embedder and the settings it needs; the facade
+`MemoryService` delegates to it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sqlalchemy import func, or_
+from sqlmodel import Session, col, select
+
+import platforms
+from memory_service.core import lesson_rows
+from memory_service.core.embedder import Embedder
+from memory_service.core.errors import NotFound
+from memory_service.core.index import VectorIndex
+from memory_service.core.models import (
+    LessonCreate,
+    LessonDetail,
+    LessonList,
+    LessonPublic,
+    LessonsCreated,
+    LessonUpdate,
+    ValuePublic,
+)
+from memory_service.core.schema import Lesson, LessonRevision, LessonValue, utcnow
+from memory_service.core.settings import Settings
+from memory_service.core.store import Store
+
+
+def get_row(session: Session, lesson_id: str, tenant: str) -> Lesson:
+    """The tenant's lesson row, or NotFound."""
+    row = session.get(Lesson, lesson_id)
+    if row is None or row.tenant != tenant:
+        raise NotFound(f"no lesson with id {lesson_id}", code="lesson_not_found")
+    return row
+
+
+def value_rows(session: Session, lesson_id: str) -> list[ValuePublic]:
+    """A lesson's values per stage and scope."""
+    rows = session.exec(
+        select(LessonValue)
+        .where(LessonValue.lesson_id == lesson_id)
+        .order_by(col(LessonValue.stage), col(LessonValue.scope))
+    ).all()
+    return [ValuePublic(stage=r.stage, scope=r.scope, n=r.n, q=r.q) for r in rows]  # type: ignore[arg-type]
+
+
+class Lessons:
+    """Adding, listing, reading, editing and archiving lessons."""
+
+    def __init__(self, store: Store, index: VectorIndex, embedder: Embedder, settings: Settings):
+        self.store = store
+        self.index = index
+        self.embedder = embedder
+        self.settings = settings
+
+    def add_lessons(
+        self,
+        lessons: list[LessonCreate],
+        *,
+        tenant: str | None = None,
+        creator: str | None = None,
+        session: Session | None = None,
+    ) -> LessonsCreated:
+        """Add lessons; exact duplicates and near-duplicates merge into the existing lesson."""
+        tenant = tenant or self.settings.tenant
+        with self.store.write_lock:
+            own = session is None
+            session = session or self.store.session()
+            try:
+                result, new_rows, vectors = self._prepare_lessons(session, lessons, tenant, creator)
+                for row in new_rows:
+                    session.add(row)
+                session.flush()
+                if new_rows:
+                    self.index.upsert(
+                        [r.id for r in new_rows],
+                        vectors,
+                        [lesson_rows.index_metadata(r) for r in new_rows],
+                    )
+                if own:
+                    session.commit()
+            except Exception:
+                if own:
+                    session.rollback()
+                raise
+            finally:
+                if own:
+                    session.close()
+        return result
+
+    def _prepare_lessons(
+        self, session: Session, lessons: list[LessonCreate], tenant: str, creator: str | None
+    ) -> tuple[LessonsCreated, list[Lesson], np.ndarray]:
+        digests = [lesson_rows.content_hash(lesson) for lesson in lessons]
+        existing = {
+            row.content_hash: row.id
+            for row in session.exec(
+                select(Lesson).where(
+                    Lesson.tenant == tenant, col(Lesson.content_hash).in_(set(digests))
+                )
+            )
+        }
+        rows = [
+            lesson_rows.to_row(tenant, lesson, d, creator)
+            for lesson, d in zip(lessons, digests, strict=True)
+        ]
+        # Only lessons whose content is not stored yet need an embedding (the costly part).
+        fresh = [i for i, d in enumerate(digests) if d not in existing]
+        fresh_vectors = self.embedder.embed(
+            [
+                lesson_rows.embedding_text(rows[i].kind, rows[i].text, rows[i].applicability)
+                for i in fresh
+            ]
+        )
+        vector_of = dict(zip(fresh, fresh_vectors, strict=True))
+        ids: list[str] = []
+        merged: list[str] = []
+        created: list[str] = []
+        new_rows: list[Lesson] = []
+        new_vectors: list[np.ndarray] = []
+        for i, (row, digest) in enumerate(zip(rows, digests, strict=True)):
+            target = existing.get(digest)
+            if target is None:
+                target = self._near_duplicate(
+                    session, row, vector_of[i], tenant, new_rows, new_vectors
+                )
+            if target:
+                ids.append(target)
+                merged.append(target)
+                continue
+            existing[digest] = row.id
+            new_rows.append(row)
+            new_vectors.append(vector_of[i])
+            ids.append(row.id)
+            created.append(row.id)
+        matrix = np.stack(new_vectors) if new_vectors else np.zeros((0, self.embedder.dim))
+        return LessonsCreated(ids=ids, merged=merged, created=created), new_rows, matrix
+
+    def _near_duplicate(
+        self,
+        session: Session,
+        row: Lesson,
+        vector: np.ndarray,
+        tenant: str,
+        batch_rows: list[Lesson],
+        batch_vectors: list[np.ndarray],
+    ) -> str | None:
+        threshold = self.settings.dedup_threshold
+        if batch_vectors:
+            sims = np.stack(batch_vectors) @ vector
+            for other, sim in zip(batch_rows, sims, strict=True):
+                if sim >= threshold and self._same_conditions(other, row):
+                    return other.id
+        for candidate_id, sim in self.index.query(vector, 3, tenant):
+            if sim < threshold:
+                break
+            stored = session.get(Lesson, candidate_id)
+            if (
+                stored is not None
+                and stored.status == "active"
+                and self._same_conditions(stored, row)
+            ):
+                return stored.id
+        return None
+
+    @staticmethod
+    def _same_conditions(a: Lesson, b: Lesson) -> bool:
+        # Same wording is not enough: lessons whose structured hints differ (two different
+        # configurations, say) carry different knowledge and are kept apart.
+        return (
+            a.kind == b.kind
+            and a.applicability == b.applicability
+            and a.code == b.code
+            and a.hint == b.hint
+        )
+
+    def list_lessons(
+        self,
+        *,
+        kind: str | None = None,
+        backend: str | None = None,
+        chip: str | None = None,
+        op: str | None = None,
+        q: str | None = None,
+        status: str = "active",
+        limit: int = 50,
+        offset: int = 0,
+        tenant: str | None = None,
+    ) -> LessonList:
+        tenant = tenant or self.settings.tenant
+        conditions: list[Any] = [Lesson.tenant == tenant]
+        if status != "all":
+            conditions.append(Lesson.status == status)
+        if kind:
+            conditions.append(Lesson.kind == kind)
+        if op:
+            conditions.append(Lesson.op == op.lower())
+        if backend:
+            conditions.append(
+                or_(
+                    col(Lesson.backends) == ",",
+                    col(Lesson.backends).contains(f",{backend.lower()},"),
+                )
+            )
+        if chip:
+            chip_id = self._chip_id_for_filter(chip)
+            conditions.append(col(Lesson.chips).contains(f",{chip_id},"))
+        if q:
+            conditions.append(func.lower(Lesson.text).contains(q.lower()))
+        with self.store.session() as session:
+            total = session.exec(select(func.count()).select_from(Lesson).where(*conditions)).one()
+            rows = session.exec(
+                select(Lesson)
+                .where(*conditions)
+                .order_by(col(Lesson.created_at), col(Lesson.id))
+                .offset(offset)
+                .limit(limit)
+            ).all()
+            return LessonList(data=[lesson_rows.to_public(r) for r in rows], count=int(total))
+
+    @staticmethod
+    def _chip_id_for_filter(chip: str) -> str:
+        try:
+            return platforms.resolve(chip).id
+        except platforms.UnknownChipError:
+            return chip.lower()
+
+    def get_lesson(self, lesson_id: str, *, tenant: str | None = None) -> LessonDetail:
+        tenant = tenant or self.settings.tenant
+        with self.store.session() as session:
+            row = get_row(session, lesson_id, tenant)
+            values = value_rows(session, lesson_id)
+            return LessonDetail(**lesson_rows.to_public(row).model_dump(), values=values)
+
+    def update_lesson(
+        self, lesson_id: str, update: LessonUpdate, *, tenant: str | None = None
+    ) -> LessonPublic:
+        """Edit text, kind, hint or applicability; the previous version is kept as a revision."""
+        tenant = tenant or self.settings.tenant
+        with self.store.write_lock, self.store.session() as session:
+            row = get_row(session, lesson_id, tenant)
+            session.add(self._revision(row, "edit"))
+            changes = update.model_dump(exclude_unset=True)
+            if "applicability" in changes and update.applicability is not None:
+                row.applicability = lesson_rows.normalise_applicability(update.applicability)
+                lesson_rows.set_filter_columns(row)
+            for key in ("text", "kind", "hint"):
+                if key in changes:
+                    setattr(row, key, changes[key])
+            row.updated_at = utcnow()
+            session.add(row)
+            session.flush()
+            if row.status == "active":
+                vector = self.embedder.embed(
+                    [lesson_rows.embedding_text(row.kind, row.text, row.applicability)]
+                )
+                self.index.upsert([row.id], vector, [lesson_rows.index_metadata(row)])
+            session.commit()
+            session.refresh(row)
+            return lesson_rows.to_public(row)
+
+    @staticmethod
+    def _revision(row: Lesson, change: str) -> LessonRevision:
+        return LessonRevision(
+            lesson_id=row.id,
+            text=row.text,
+            applicability=row.applicability,
+            hint=row.hint,
+            status=row.status,
+            change=change,
+        )
+
+    def archive_lesson(self, lesson_id: str, *, tenant: str | None = None) -> LessonPublic:
+        """Archive (never delete): the lesson leaves retrieval, its history stays."""
+        tenant = tenant or self.settings.tenant
+        with self.store.write_lock, self.store.session() as session:
+            row = get_row(session, lesson_id, tenant)
+            if row.status != "archived":
+                session.add(self._revision(row, "archive"))
+                row.status = "archived"
+                row.updated_at = utcnow()
+                session.add(row)
+                session.flush()
+                self.index.delete([row.id])
+                session.commit()
+                session.refresh(row)
+            return lesson_rows.to_public(row)

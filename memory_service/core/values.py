@@ -1,0 +1,113 @@
+"""Applying outcomes to lesson values, shared by the live report path and `values rebuild`.
+
+Both paths call `apply_outcome` in outcome-log order, so a rebuild reproduces the
+LessonValue and TaskRewardStat tables exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from sqlmodel import Session, col, delete, select
+
+from memory_service.core.schema import LessonValue, Outcome, TaskRewardStat
+from retrieval.rewards import RewardStats, stage_reward
+from retrieval.values import ScopeStats, update_stats
+
+
+def is_feasible(compiled: bool, correct: bool | None, error: str | None) -> bool:
+    """Feasible = compiled and verified correct (an unverified attempt is not feasible)."""
+    return bool(compiled) and correct is True
+
+
+def compute_reward(
+    session: Session,
+    tenant: str,
+    stage: str,
+    task_key: str,
+    compiled: bool,
+    correct: bool | None,
+    error: str | None,
+    latency_ms: float | None,
+    best_before_ms: float | None,
+    min_count: int,
+) -> float:
+    """The stage reward; refine rewards update the task's running statistics in the session."""
+    # FOR UPDATE serialises concurrent reports of one task across API workers (PostgreSQL).
+    row = session.get(TaskRewardStat, (tenant, task_key), with_for_update=True)
+    stats = RewardStats(row.n, row.mean, row.m2) if row else RewardStats()
+    feasible = is_feasible(compiled, correct, error)
+    if stage == "refine":
+        from retrieval.rewards import refine_reward
+
+        reward, new_stats = refine_reward(
+            feasible, latency_ms, best_before_ms, stats, min_count=min_count
+        )
+    else:
+        reward, new_stats = stage_reward(stage, feasible, latency_ms, best_before_ms, stats)
+    if new_stats != stats:
+        row = row or TaskRewardStat(tenant=tenant, task_key=task_key)
+        row.n, row.mean, row.m2 = new_stats.n, new_stats.mean, new_stats.m2
+        session.add(row)
+    return reward
+
+
+def apply_reward(
+    session: Session,
+    lesson_ids: Iterable[str],
+    stage: str,
+    scopes: list[str],
+    reward: float,
+    alpha: float,
+    q0: float,
+    at: datetime,
+) -> None:
+    """Q <- Q + alpha (r - Q) for each credited lesson in every scope of the chain."""
+    # A fixed lock order (sorted) keeps concurrent workers from deadlocking.
+    for lesson_id in sorted(set(lesson_ids)):
+        for scope in sorted(scopes):
+            row = session.get(LessonValue, (lesson_id, stage, scope), with_for_update=True)
+            current = ScopeStats(row.n, row.q, row.sumsq) if row else None
+            updated = update_stats(current, reward, alpha, q0)
+            row = row or LessonValue(lesson_id=lesson_id, stage=stage, scope=scope)
+            row.n, row.q, row.sumsq, row.updated_at = updated.n, updated.q, updated.sumsq, at
+            session.add(row)
+
+
+def rebuild_values(session: Session, alpha: float, q0: float, min_count: int) -> int:
+    """Recompute LessonValue and TaskRewardStat from the outcome log; returns outcomes replayed.
+
+    Rewards are recomputed from the raw outcome fields, so a changed reward definition is
+    picked up; with the same definition the tables come out identical.
+    """
+    session.exec(delete(LessonValue))  # type: ignore[call-overload]
+    session.exec(delete(TaskRewardStat))  # type: ignore[call-overload]
+    session.flush()
+    count = 0
+    for outcome in session.exec(select(Outcome).order_by(col(Outcome.id))):
+        reward = compute_reward(
+            session,
+            outcome.tenant,
+            outcome.stage,
+            outcome.task_key,
+            outcome.compiled,
+            outcome.correct,
+            outcome.error,
+            outcome.latency_ms,
+            outcome.best_before_ms,
+            min_count,
+        )
+        apply_reward(
+            session,
+            outcome.lessons,
+            outcome.stage,
+            outcome.scope_chain,
+            reward,
+            alpha,
+            q0,
+            outcome.created_at,
+        )
+        session.flush()
+        count += 1
+    return count

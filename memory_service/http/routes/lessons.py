@@ -1,0 +1,80 @@
+"""Lesson routes: add, list, show, edit, archive, and the history behind a lesson's values."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from memory_service.core.models import (
+    LessonDetail,
+    LessonHistory,
+    LessonKind,
+    LessonList,
+    LessonPublic,
+    LessonsCreate,
+    LessonsCreated,
+    LessonUpdate,
+)
+from memory_service.http.deps import AdminDep, AgentDep, ReaderDep, ServiceDep
+
+router = APIRouter(tags=["lessons"])
+
+
+@router.post("/v1/lessons", status_code=201, response_model=LessonsCreated)
+def add_lessons(body: LessonsCreate, svc: ServiceDep, who: AgentDep) -> LessonsCreated:
+    """Add one or many lessons (idempotent by content; near-duplicates merge)."""
+    return svc.add_lessons(body.lessons, tenant=who.tenant, creator=f"key:{who.role}")
+
+
+@router.get("/v1/lessons", response_model=LessonList)
+def list_lessons(
+    svc: ServiceDep,
+    who: ReaderDep,
+    kind: LessonKind | None = None,
+    backend: str | None = None,
+    chip: str | None = None,
+    op: str | None = None,
+    q: str | None = None,
+    status: Annotated[str, Query(pattern="^(active|archived|all)$")] = "active",
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> LessonList:
+    """List lessons with filters and paging; `count` is the total matching."""
+    return svc.list_lessons(
+        kind=kind,
+        backend=backend,
+        chip=chip,
+        op=op,
+        q=q,
+        status=status,
+        limit=limit,
+        offset=offset,
+        tenant=who.tenant,
+    )
+
+
+@router.get("/v1/lessons/{lesson_id}", response_model=LessonDetail)
+def get_lesson(lesson_id: str, svc: ServiceDep, who: ReaderDep) -> LessonDetail:
+    """One lesson with its values per stage and scope."""
+    return svc.get_lesson(lesson_id, tenant=who.tenant)
+
+
+@router.patch("/v1/lessons/{lesson_id}", response_model=LessonPublic)
+def update_lesson(
+    lesson_id: str, body: LessonUpdate, svc: ServiceDep, who: AdminDep
+) -> LessonPublic:
+    """Edit a lesson's text, kind, hint or applicability (the old version is kept)."""
+    return svc.update_lesson(lesson_id, body, tenant=who.tenant)
+
+
+@router.delete("/v1/lessons/{lesson_id}", response_model=LessonPublic)
+def archive_lesson(lesson_id: str, svc: ServiceDep, who: AdminDep) -> LessonPublic:
+    """Archive a lesson: it leaves retrieval; it and its history are kept."""
+    return svc.archive_lesson(lesson_id, tenant=who.tenant)
+
+
+@router.get("/v1/lessons/{lesson_id}/history", response_model=LessonHistory)
+def lesson_history(lesson_id: str, svc: ServiceDep, who: ReaderDep) -> LessonHistory:
+    """The outcomes behind a lesson's values."""
+    return svc.lesson_history(lesson_id, tenant=who.tenant)

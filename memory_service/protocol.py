@@ -1,0 +1,99 @@
+"""MemoryAPI: the operations every door (CLI, MCP) may call, whether the memory is the
+embedded `MemoryService` or a server reached through `RemoteService`.
+
+Both classes satisfy this Protocol structurally, so a caller typed against it works with
+either and never needs to know which it has.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from memory_service.core.audit_models import TransferAuditPublic
+from memory_service.core.models import (
+    LessonCreate,
+    LessonDetail,
+    LessonHistory,
+    LessonList,
+    LessonPublic,
+    LessonsCreated,
+    LessonUpdate,
+    ReportRequest,
+    ReportResponse,
+    RetrieveRequest,
+    RetrieveResponse,
+)
+
+
+class MemoryAPI(Protocol):
+    """The lesson memory, local or remote."""
+
+    def retrieve(self, request: RetrieveRequest) -> RetrieveResponse:
+        """Rank lessons for a task, context and stage by similarity and learned value."""
+        ...
+
+    def report(
+        self, request: ReportRequest, *, idempotency_key: str | None = None
+    ) -> ReportResponse:
+        """Report an attempt's outcome; the credited lessons' values move."""
+        ...
+
+    def add_lessons(self, lessons: list[LessonCreate]) -> LessonsCreated:
+        """Add lessons (idempotent by content; near-duplicates merge)."""
+        ...
+
+    def list_lessons(
+        self,
+        *,
+        kind: str | None = None,
+        backend: str | None = None,
+        chip: str | None = None,
+        op: str | None = None,
+        q: str | None = None,
+        status: str = "active",
+        limit: int = 50,
+        offset: int = 0,
+    ) -> LessonList:
+        """Lessons matching the filters, oldest first, with the total count."""
+        ...
+
+    def get_lesson(self, lesson_id: str) -> LessonDetail:
+        """One lesson with its values per stage and scope."""
+        ...
+
+    def lesson_history(self, lesson_id: str) -> LessonHistory:
+        """The outcomes behind a lesson's values."""
+        ...
+
+    def update_lesson(self, lesson_id: str, update: LessonUpdate) -> LessonPublic:
+        """Edit a lesson (the previous version is kept)."""
+        ...
+
+    def archive_lesson(self, lesson_id: str) -> LessonPublic:
+        """Archive a lesson: it leaves retrieval, its history stays."""
+        ...
+
+    def audit_transfer(
+        self,
+        *,
+        level: str = "chip",
+        chips: str | list[str] | None = None,
+        backends: str | list[str] | None = None,
+        op: str | None = None,
+        stage: str = "draft",
+        min_n: int = 1,
+    ) -> TransferAuditPublic:
+        """Which lessons transfer across chips or backends."""
+        ...
+
+    def rebuild_values(self) -> int:
+        """Recompute every value from the outcome log; returns the outcomes replayed."""
+        ...
+
+    def reindex(self) -> int:
+        """Rebuild the vector index from SQL; returns the lessons indexed."""
+        ...
+
+    def close(self) -> None:
+        """Release the store or the connection."""
+        ...

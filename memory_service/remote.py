@@ -1,0 +1,124 @@
+"""RemoteService: the MemoryAPI of a running tunemem server, over its v1 HTTP API.
+
+The CLI (given `--url`) and the MCP server (given `--url`) use it, so a command or a tool
+behaves the same against the embedded store and against a server. The API key, when given,
+goes with every request; a server's JSON error becomes the same `ServiceError` (code, message,
+status) the embedded service would raise. This is the one HTTP client of the service.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from memory_service.core.audit_models import TransferAuditPublic
+from memory_service.core.errors import ServiceError
+from memory_service.core.models import (
+    IngestSummary,
+    LessonDetail,
+    LessonHistory,
+    LessonList,
+    LessonPublic,
+    LessonsCreated,
+    LessonUpdate,
+    ReportRequest,
+    ReportResponse,
+    RetrieveRequest,
+    RetrieveResponse,
+)
+
+
+class RemoteService:
+    """The memory of a server at `url`, reached over HTTP with an optional bearer key."""
+
+    def __init__(self, url: str, api_key: str | None = None, timeout: float = 120.0):
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout)
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            response = self._client.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise ServiceError(
+                f"cannot reach {self._client.base_url}: {exc}", code="unreachable", status=503
+            ) from exc
+        if response.status_code >= 400:
+            try:
+                body = response.json()
+            except ValueError:
+                body = {"code": "http_error", "message": response.text}
+            raise ServiceError(
+                body.get("message", ""), code=body.get("code"), status=response.status_code
+            )
+        return response.json()
+
+    def retrieve(self, request: RetrieveRequest) -> RetrieveResponse:
+        return RetrieveResponse(
+            **self._call("POST", "/v1/retrieve", json=request.model_dump(mode="json"))
+        )
+
+    def report(
+        self, request: ReportRequest, *, idempotency_key: str | None = None
+    ) -> ReportResponse:
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        body = self._call(
+            "POST", "/v1/outcomes", json=request.model_dump(mode="json"), headers=headers
+        )
+        return ReportResponse(**body)
+
+    def list_lessons(self, **filters: Any) -> LessonList:
+        params = {k: v for k, v in filters.items() if v is not None}
+        return LessonList(**self._call("GET", "/v1/lessons", params=params))
+
+    def get_lesson(self, lesson_id: str) -> LessonDetail:
+        return LessonDetail(**self._call("GET", f"/v1/lessons/{lesson_id}"))
+
+    def lesson_history(self, lesson_id: str) -> LessonHistory:
+        return LessonHistory(**self._call("GET", f"/v1/lessons/{lesson_id}/history"))
+
+    def update_lesson(self, lesson_id: str, update: LessonUpdate) -> LessonPublic:
+        body = update.model_dump(mode="json", exclude_unset=True)
+        return LessonPublic(**self._call("PATCH", f"/v1/lessons/{lesson_id}", json=body))
+
+    def archive_lesson(self, lesson_id: str) -> LessonPublic:
+        return LessonPublic(**self._call("DELETE", f"/v1/lessons/{lesson_id}"))
+
+    def add_lessons(self, lessons: list[Any]) -> LessonsCreated:
+        body = {"lessons": [lesson.model_dump(mode="json") for lesson in lessons]}
+        return LessonsCreated(**self._call("POST", "/v1/lessons", json=body))
+
+    def ingest_dicts(self, trajectories: list[dict[str, Any]]) -> IngestSummary:
+        return IngestSummary(
+            **self._call("POST", "/v1/trajectories", json={"trajectories": trajectories})
+        )
+
+    def audit_transfer(
+        self,
+        *,
+        level: str = "chip",
+        chips: str | list[str] | None = None,
+        backends: str | list[str] | None = None,
+        op: str | None = None,
+        stage: str = "draft",
+        min_n: int = 1,
+    ) -> TransferAuditPublic:
+        params = {"level": level, "chips": chips, "backends": backends, "op": op}
+        query: dict[str, Any] = {
+            key: ",".join(value) if isinstance(value, list) else value
+            for key, value in params.items()
+            if value is not None
+        }
+        query.update(stage=stage, min_n=min_n)
+        return TransferAuditPublic.model_validate(
+            self._call("GET", "/v1/audit/transfer", params=query)
+        )
+
+    def rebuild_values(self) -> int:
+        return int(self._call("POST", "/v1/admin/values/rebuild")["outcomes_replayed"])
+
+    def reindex(self) -> int:
+        return int(self._call("POST", "/v1/admin/reindex")["lessons_indexed"])
+
+    def close(self) -> None:
+        self._client.close()
