@@ -115,6 +115,9 @@ class _TrajectoryView:
             "trajectory_id": traj.id,
             "synthetic": traj.synthetic,
         }
+        if traj.context.toolchain:
+            # The versions the lesson's evidence was measured under: staleness dates it by them.
+            self.provenance["toolchain"] = dict(traj.context.toolchain)
 
     def _applicability(self) -> dict[str, Any]:
         ctx, task = self.traj.context, self.traj.task

@@ -237,3 +237,17 @@ def test_llm_distiller_is_opt_in() -> None:
     traj = _synthetic_space()
     extra = distill(traj, llm=lambda t, drafts: [drafts[0]])
     assert len(extra) == len(distill(traj)) + 1
+
+
+def test_lessons_carry_the_toolchain_they_were_measured_under() -> None:
+    from pathlib import Path
+
+    from ingest.distill import distill
+    from ingest.readers import read_any
+    from ingest.records import TrajectoryRecord
+
+    h200 = Path(__file__).resolve().parents[2] / "bench" / "results" / "h200" / "softmax.jsonl"
+    record = next(r for r in read_any([h200]) if isinstance(r, TrajectoryRecord))
+    drafts = distill(record)
+    assert drafts and all(d.provenance["toolchain"]["triton"] == "3.6.0" for d in drafts)
+    assert all(d.provenance["toolchain"]["torch"].startswith("2.11") for d in drafts)
