@@ -7,12 +7,16 @@ either and never needs to know which it has.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
+from ingest.records import RejectedRecord, TrajectoryRecord
 from memory_service.core.audit_models import TransferAuditPublic
 from memory_service.core.models import (
+    IngestSummary,
     LessonCreate,
     LessonDetail,
+    LessonFilter,
     LessonHistory,
     LessonList,
     LessonPublic,
@@ -42,19 +46,8 @@ class MemoryAPI(Protocol):
         """Add lessons (idempotent by content; near-duplicates merge)."""
         ...
 
-    def list_lessons(
-        self,
-        *,
-        kind: str | None = None,
-        backend: str | None = None,
-        chip: str | None = None,
-        op: str | None = None,
-        q: str | None = None,
-        status: str = "active",
-        limit: int = 50,
-        offset: int = 0,
-    ) -> LessonList:
-        """Lessons matching the filters, oldest first, with the total count."""
+    def list_lessons(self, where: LessonFilter | None = None) -> LessonList:
+        """Lessons matching the filter, oldest first, with the total count."""
         ...
 
     def get_lesson(self, lesson_id: str) -> LessonDetail:
@@ -71,6 +64,15 @@ class MemoryAPI(Protocol):
 
     def archive_lesson(self, lesson_id: str) -> LessonPublic:
         """Archive a lesson: it leaves retrieval, its history stays."""
+        ...
+
+    def ingest(
+        self,
+        records: Iterable[TrajectoryRecord | RejectedRecord],
+        *,
+        progress: Callable[[TrajectoryRecord | RejectedRecord], None] | None = None,
+    ) -> IngestSummary:
+        """Store trajectories and their distilled lessons (idempotent per trajectory)."""
         ...
 
     def audit_transfer(

@@ -8,15 +8,18 @@ status) the embedded service would raise. This is the one HTTP client of the ser
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import httpx
 
+from ingest.records import RejectedRecord, TrajectoryRecord
 from memory_service.core.audit_models import TransferAuditPublic
 from memory_service.core.errors import ServiceError
 from memory_service.core.models import (
     IngestSummary,
     LessonDetail,
+    LessonFilter,
     LessonHistory,
     LessonList,
     LessonPublic,
@@ -67,8 +70,8 @@ class RemoteService:
         )
         return ReportResponse(**body)
 
-    def list_lessons(self, **filters: Any) -> LessonList:
-        params = {k: v for k, v in filters.items() if v is not None}
+    def list_lessons(self, where: LessonFilter | None = None) -> LessonList:
+        params = (where or LessonFilter()).model_dump(exclude_none=True)
         return LessonList(**self._call("GET", "/v1/lessons", params=params))
 
     def get_lesson(self, lesson_id: str) -> LessonDetail:
@@ -87,6 +90,33 @@ class RemoteService:
     def add_lessons(self, lessons: list[Any]) -> LessonsCreated:
         body = {"lessons": [lesson.model_dump(mode="json") for lesson in lessons]}
         return LessonsCreated(**self._call("POST", "/v1/lessons", json=body))
+
+    def ingest(
+        self,
+        records: Iterable[TrajectoryRecord | RejectedRecord],
+        *,
+        progress: Callable[[TrajectoryRecord | RejectedRecord], None] | None = None,
+        batch_size: int = 50,
+    ) -> IngestSummary:
+        """Upload trajectories in batches; records a reader rejected are counted here."""
+        summary = IngestSummary()
+        batch: list[dict[str, Any]] = []
+        for record in records:
+            if progress:
+                progress(record)
+            if isinstance(record, RejectedRecord):
+                summary.rejected += 1
+                summary.rejects.append(
+                    {"path": record.path, "position": record.position, "reason": record.reason}
+                )
+                continue
+            batch.append(record.to_dict())
+            if len(batch) >= batch_size:
+                summary.merge(self.ingest_dicts(batch))
+                batch = []
+        if batch:
+            summary.merge(self.ingest_dicts(batch))
+        return summary
 
     def ingest_dicts(self, trajectories: list[dict[str, Any]]) -> IngestSummary:
         return IngestSummary(

@@ -28,6 +28,7 @@ from memory_service.core.models import (
     IngestSummary,
     LessonCreate,
     LessonDetail,
+    LessonFilter,
     LessonHistory,
     LessonList,
     LessonPublic,
@@ -92,30 +93,10 @@ class MemoryService:
         return self._lessons.add_lessons(lessons, tenant=tenant, creator=creator, session=session)
 
     def list_lessons(
-        self,
-        *,
-        kind: str | None = None,
-        backend: str | None = None,
-        chip: str | None = None,
-        op: str | None = None,
-        q: str | None = None,
-        status: str = "active",
-        limit: int = 50,
-        offset: int = 0,
-        tenant: str | None = None,
+        self, where: LessonFilter | None = None, *, tenant: str | None = None
     ) -> LessonList:
-        """Lessons matching the filters, oldest first; `count` is the total matching."""
-        return self._lessons.list_lessons(
-            kind=kind,
-            backend=backend,
-            chip=chip,
-            op=op,
-            q=q,
-            status=status,
-            limit=limit,
-            offset=offset,
-            tenant=tenant,
-        )
+        """Lessons matching the filter, oldest first; `count` is the total matching."""
+        return self._lessons.list_lessons(where or LessonFilter(), tenant=tenant)
 
     def get_lesson(self, lesson_id: str, *, tenant: str | None = None) -> LessonDetail:
         """One lesson with its values per stage and scope."""

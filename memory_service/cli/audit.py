@@ -15,6 +15,7 @@ import typer
 from rich.table import Table
 
 from memory_service.cli.common import (
+    ApiKeyOpt,
     DataDirOpt,
     JsonOpt,
     UrlOpt,
@@ -99,9 +100,7 @@ def transfer(
     ] = None,
     url: UrlOpt = None,
     data_dir: DataDirOpt = None,
-    api_key: Annotated[
-        str | None, typer.Option("--api-key", help="bearer key for the server given --url")
-    ] = None,
+    api_key: ApiKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Which lessons transfer between chips (or backends): values, rank correlation, reach."""

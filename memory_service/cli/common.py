@@ -27,6 +27,10 @@ UrlOpt = Annotated[
 DataDirOpt = Annotated[
     Path | None, typer.Option("--data-dir", help="embedded store directory (TUNEMEM_DATA_DIR)")
 ]
+ApiKeyOpt = Annotated[
+    str | None,
+    typer.Option("--api-key", help="bearer key for the server given --url (TUNEMEM_API_KEY)"),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of a table")]
 
 

@@ -10,8 +10,20 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from memory_service.cli.common import DataDirOpt, UrlOpt, console, err, fail, open_local
+from ingest.readers import READERS, iter_paths, read_any
+from memory_service.cli.common import (
+    ApiKeyOpt,
+    DataDirOpt,
+    UrlOpt,
+    console,
+    err,
+    fail,
+    open_local,
+    open_service,
+    run_guarded,
+)
 from memory_service.core.models import IngestSummary
+from memory_service.protocol import MemoryAPI
 
 
 def ingest(
@@ -31,10 +43,9 @@ def ingest(
     quiet: Annotated[bool, typer.Option("--quiet", help="no progress bar")] = False,
     url: UrlOpt = None,
     data_dir: DataDirOpt = None,
+    api_key: ApiKeyOpt = None,
 ) -> None:
     """Ingest tuning runs; re-running the same input adds nothing."""
-    from ingest.readers import READERS, iter_paths, read_any
-
     if fmt != "auto" and fmt not in READERS:
         fail(f"unknown format {fmt!r}; valid: auto, {', '.join(READERS)}")
     missing = [str(p) for p in paths if not p.exists()]
@@ -43,33 +54,15 @@ def ingest(
     sources = list(iter_paths(paths))
     start = time.perf_counter()
     summary = IngestSummary()
-    if url:
-        summary = _ingest_remote(url, sources, fmt, quiet)
-    else:
-        service = open_local(data_dir, batch_size=batch_size)
-        with Progress(
-            TextColumn("[bold]ingest[/bold] {task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[records]} records"),
-            TimeElapsedColumn(),
-            console=err,
-            disable=quiet,
-            transient=False,
-        ) as progress:
-            task = progress.add_task("", total=len(sources), records=0)
-            seen = 0
-
-            def tick(_record: object) -> None:
-                nonlocal seen
-                seen += 1
-                progress.update(task, records=seen)
-
-            for source in sources:
-                progress.update(task, description=source.name[:40])
-                part = service.ingest(read_any([source], fmt=fmt), progress=tick)
-                _merge(summary, part)
-                progress.advance(task)
+    memory = (
+        open_service(url, data_dir, api_key=api_key)
+        if url
+        else open_local(data_dir, batch_size=batch_size)
+    )
+    try:
+        run_guarded(lambda: _ingest_sources(memory, sources, fmt, quiet, summary))
+    finally:
+        memory.close()
     elapsed = time.perf_counter() - start
     _print_summary(summary, elapsed)
     if summary.rejects:
@@ -82,20 +75,32 @@ def ingest(
         raise typer.Exit(1)
 
 
-def _merge(total: IngestSummary, part: IngestSummary) -> None:
-    for field in (
-        "read",
-        "added",
-        "merged",
-        "skipped",
-        "rejected",
-        "attempts",
-        "lessons_added",
-        "lessons_merged",
-    ):
-        setattr(total, field, getattr(total, field) + getattr(part, field))
-    total.unknown_chips = sorted(set(total.unknown_chips) | set(part.unknown_chips))
-    total.rejects.extend(part.rejects)
+def _ingest_sources(
+    memory: MemoryAPI, sources: list[Path], fmt: str, quiet: bool, summary: IngestSummary
+) -> None:
+    """Ingest file by file under one progress bar, adding each file's counts to `summary`."""
+    with Progress(
+        TextColumn("[bold]ingest[/bold] {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[records]} records"),
+        TimeElapsedColumn(),
+        console=err,
+        disable=quiet,
+        transient=False,
+    ) as progress:
+        task = progress.add_task("", total=len(sources), records=0)
+        seen = 0
+
+        def tick(_record: object) -> None:
+            nonlocal seen
+            seen += 1
+            progress.update(task, records=seen)
+
+        for source in sources:
+            progress.update(task, description=source.name[:40])
+            summary.merge(memory.ingest(read_any([source], fmt=fmt), progress=tick))
+            progress.advance(task)
 
 
 def _print_summary(summary: IngestSummary, elapsed: float) -> None:
@@ -108,30 +113,3 @@ def _print_summary(summary: IngestSummary, elapsed: float) -> None:
         console.print(
             f"unknown chips (ingested with backend scope only): {', '.join(summary.unknown_chips)}"
         )
-
-
-def _ingest_remote(url: str, sources: list[Path], fmt: str, quiet: bool) -> IngestSummary:
-    from ingest.readers import read_any
-    from ingest.records import RejectedRecord
-    from memory_service.remote import RemoteService
-
-    remote = RemoteService(url)
-    summary = IngestSummary()
-    for source in sources:
-        batch: list[dict] = []
-        for record in read_any([source], fmt=fmt):
-            if isinstance(record, RejectedRecord):
-                summary.rejected += 1
-                summary.rejects.append(
-                    {"path": record.path, "position": record.position, "reason": record.reason}
-                )
-                continue
-            batch.append(record.to_dict())
-            if len(batch) >= 50:
-                _merge(summary, remote.ingest_dicts(batch))
-                batch = []
-        if batch:
-            _merge(summary, remote.ingest_dicts(batch))
-        if not quiet:
-            err.print(f"sent {source}")
-    return summary

@@ -19,6 +19,7 @@ from memory_service.cli.common import (
     open_service,
     run_guarded,
 )
+from memory_service.core.models import LessonFilter
 
 lessons_app = typer.Typer(help="List, show, add and archive lessons.", no_args_is_help=True)
 
@@ -40,16 +41,20 @@ def lessons_list(
     """List lessons with filters and paging."""
 
     def go() -> None:
-        result = open_service(url, data_dir).list_lessons(
-            kind=kind,
-            backend=backend,
-            chip=chip,
-            op=op,
-            q=q,
-            status=status,
-            limit=limit,
-            offset=offset,
+        # Validated like the HTTP query: an unknown kind or status is an error, not no match.
+        where = LessonFilter.model_validate(
+            {
+                "kind": kind,
+                "backend": backend,
+                "chip": chip,
+                "op": op,
+                "q": q,
+                "status": status,
+                "limit": limit,
+                "offset": offset,
+            }
         )
+        result = open_service(url, data_dir).list_lessons(where)
         if as_json:
             emit_json(result.model_dump(mode="json"))
             return

@@ -12,7 +12,15 @@ from typing import Annotated
 
 import typer
 
-from memory_service.cli.common import DataDirOpt, UrlOpt, err, fail, open_service, settings_for
+from memory_service.cli.common import (
+    ApiKeyOpt,
+    DataDirOpt,
+    UrlOpt,
+    err,
+    fail,
+    open_service,
+    settings_for,
+)
 
 
 def mcp(
@@ -25,9 +33,7 @@ def mcp(
         str, typer.Option(help="bind address for streamable-http (loopback only: no keys)")
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port for streamable-http")] = 8765,
-    api_key: Annotated[
-        str | None, typer.Option("--api-key", help="bearer key for the server given --url")
-    ] = None,
+    api_key: ApiKeyOpt = None,
 ) -> None:
     """Serve retrieve_lessons, report_outcome, add_lesson ... as MCP tools."""
     # Imported here so that other tunemem commands do not pay for the mcp package.

@@ -19,6 +19,7 @@ from memory_service.core.index import VectorIndex
 from memory_service.core.models import (
     LessonCreate,
     LessonDetail,
+    LessonFilter,
     LessonList,
     LessonPublic,
     LessonsCreated,
@@ -178,47 +179,35 @@ class Lessons:
             and a.hint == b.hint
         )
 
-    def list_lessons(
-        self,
-        *,
-        kind: str | None = None,
-        backend: str | None = None,
-        chip: str | None = None,
-        op: str | None = None,
-        q: str | None = None,
-        status: str = "active",
-        limit: int = 50,
-        offset: int = 0,
-        tenant: str | None = None,
-    ) -> LessonList:
+    def list_lessons(self, where: LessonFilter, *, tenant: str | None = None) -> LessonList:
         tenant = tenant or self.settings.tenant
         conditions: list[Any] = [Lesson.tenant == tenant]
-        if status != "all":
-            conditions.append(Lesson.status == status)
-        if kind:
-            conditions.append(Lesson.kind == kind)
-        if op:
-            conditions.append(Lesson.op == op.lower())
-        if backend:
+        if where.status != "all":
+            conditions.append(Lesson.status == where.status)
+        if where.kind:
+            conditions.append(Lesson.kind == where.kind)
+        if where.op:
+            conditions.append(Lesson.op == where.op.lower())
+        if backend := where.backend:
             conditions.append(
                 or_(
                     col(Lesson.backends) == ",",
                     col(Lesson.backends).contains(f",{backend.lower()},"),
                 )
             )
-        if chip:
-            chip_id = self._chip_id_for_filter(chip)
+        if where.chip:
+            chip_id = self._chip_id_for_filter(where.chip)
             conditions.append(col(Lesson.chips).contains(f",{chip_id},"))
-        if q:
-            conditions.append(func.lower(Lesson.text).contains(q.lower()))
+        if where.q:
+            conditions.append(func.lower(Lesson.text).contains(where.q.lower()))
         with self.store.session() as session:
             total = session.exec(select(func.count()).select_from(Lesson).where(*conditions)).one()
             rows = session.exec(
                 select(Lesson)
                 .where(*conditions)
                 .order_by(col(Lesson.created_at), col(Lesson.id))
-                .offset(offset)
-                .limit(limit)
+                .offset(where.offset)
+                .limit(where.limit)
             ).all()
             return LessonList(data=[lesson_rows.to_public(r) for r in rows], count=int(total))
 

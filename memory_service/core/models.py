@@ -87,6 +87,19 @@ class LessonList(BaseModel):
     count: int
 
 
+class LessonFilter(BaseModel):
+    """Which lessons to list, and the page: one query value shared by every door."""
+
+    kind: LessonKind | None = Field(None, description="only this kind")
+    backend: str | None = Field(None, description="lessons for this backend or for any")
+    chip: str | None = Field(None, description="only lessons naming this chip")
+    op: str | None = Field(None, description="only lessons for this operator")
+    q: str | None = Field(None, description="text contains (case-insensitive)")
+    status: Literal["active", "archived", "all"] = Field("active", description="lesson status")
+    limit: int = Field(50, ge=1, le=500, description="page size")
+    offset: int = Field(0, ge=0, description="page start")
+
+
 class TaskIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -241,3 +254,19 @@ class IngestSummary(BaseModel):
     lessons_merged: int = 0
     unknown_chips: list[str] = Field(default_factory=list)
     rejects: list[dict[str, str]] = Field(default_factory=list)
+
+    def merge(self, part: IngestSummary) -> None:
+        """Add the counts, unknown chips and rejects of another ingest to this one."""
+        for name in (
+            "read",
+            "added",
+            "merged",
+            "skipped",
+            "rejected",
+            "attempts",
+            "lessons_added",
+            "lessons_merged",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(part, name))
+        self.unknown_chips = sorted(set(self.unknown_chips) | set(part.unknown_chips))
+        self.rejects.extend(part.rejects)

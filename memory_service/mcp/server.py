@@ -28,6 +28,7 @@ from memory_service.core.models import (
     Applicability,
     LessonCreate,
     LessonDetail,
+    LessonFilter,
     LessonHistory,
     LessonKind,
     LessonList,
@@ -250,7 +251,7 @@ def build_mcp_server(service: MemoryAPI, *, name: str = SERVER_NAME) -> MCPServe
         `retrieve_lessons` instead: it ranks by learned value, this does not.
         """
         with service_errors():
-            return service.list_lessons(
+            where = LessonFilter(
                 kind=kind,
                 backend=backend,
                 chip=chip,
@@ -260,6 +261,7 @@ def build_mcp_server(service: MemoryAPI, *, name: str = SERVER_NAME) -> MCPServe
                 limit=limit,
                 offset=offset,
             )
+            return service.list_lessons(where)
 
     def get_lesson(
         lesson_id: Annotated[str, Field(description="a lesson id")],

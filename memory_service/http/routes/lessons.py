@@ -8,8 +8,8 @@ from fastapi import APIRouter, Query
 
 from memory_service.core.models import (
     LessonDetail,
+    LessonFilter,
     LessonHistory,
-    LessonKind,
     LessonList,
     LessonPublic,
     LessonsCreate,
@@ -29,29 +29,10 @@ def add_lessons(body: LessonsCreate, svc: ServiceDep, who: AgentDep) -> LessonsC
 
 @router.get("/v1/lessons", response_model=LessonList)
 def list_lessons(
-    svc: ServiceDep,
-    who: ReaderDep,
-    kind: LessonKind | None = None,
-    backend: str | None = None,
-    chip: str | None = None,
-    op: str | None = None,
-    q: str | None = None,
-    status: Annotated[str, Query(pattern="^(active|archived|all)$")] = "active",
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    svc: ServiceDep, who: ReaderDep, where: Annotated[LessonFilter, Query()]
 ) -> LessonList:
     """List lessons with filters and paging; `count` is the total matching."""
-    return svc.list_lessons(
-        kind=kind,
-        backend=backend,
-        chip=chip,
-        op=op,
-        q=q,
-        status=status,
-        limit=limit,
-        offset=offset,
-        tenant=who.tenant,
-    )
+    return svc.list_lessons(where, tenant=who.tenant)
 
 
 @router.get("/v1/lessons/{lesson_id}", response_model=LessonDetail)

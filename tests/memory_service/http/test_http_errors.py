@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
+from memory_service.core.models import LessonFilter
 from memory_service.http.app import create_app
 
 GOOD = {"kind": "insight", "text": "Use 4 warps for short rows", "applicability": {"op": "softmax"}}
@@ -29,7 +30,11 @@ def seeded(client):
 def snapshot(service):
     counts = service.counts()
     counts.pop("retrievals")  # a successful retrieve is logged; none of the bad calls below is
-    return counts, service.value_table(), service.list_lessons(status="all").model_dump()
+    return (
+        counts,
+        service.value_table(),
+        service.list_lessons(LessonFilter(status="all")).model_dump(),
+    )
 
 
 CASES = [
