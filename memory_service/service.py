@@ -16,7 +16,7 @@ from sqlmodel import Session
 
 from ingest.records import RejectedRecord, TrajectoryRecord
 from memory_service.core import auth, bundles
-from memory_service.core.audit import public_audit, transfer_audit
+from memory_service.core.audit import transfer_audit
 from memory_service.core.audit_models import TransferAuditPublic
 from memory_service.core.embedder import Embedder, create_embedder
 from memory_service.core.index import VectorIndex, create_index
@@ -162,18 +162,16 @@ class MemoryService:
         tenant: str | None = None,
     ) -> TransferAuditPublic:
         """Which lessons transfer across chips or backends (DESIGN section 5)."""
-        return public_audit(
-            transfer_audit(
-                self.store,
-                self.settings.q0,
-                level=level,
-                chips=chips,
-                backends=backends,
-                op=op,
-                stage=stage,
-                min_n=min_n,
-                tenant=self._tenant(tenant),
-            )
+        return transfer_audit(
+            self.store,
+            self.settings.q0,
+            level=level,
+            chips=chips,
+            backends=backends,
+            op=op,
+            stage=stage,
+            min_n=min_n,
+            tenant=self._tenant(tenant),
         )
 
     # ----------------------------------------------------------- export/import

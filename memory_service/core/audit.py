@@ -14,19 +14,24 @@ The arithmetic lives in `retrieval.transfer`; this module only gathers plain dat
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 import platforms
-from memory_service.core.audit_models import TransferAuditPublic
+from memory_service.core.audit_models import (
+    LessonBriefPublic,
+    OptimumReachPublic,
+    PairOptimumPublic,
+    TransferAuditPublic,
+    TransferPairPublic,
+)
 from memory_service.core.errors import InvalidInput
 from memory_service.core.schema import Attempt, Lesson, LessonValue, Trajectory
 from memory_service.core.store import Store
 from retrieval.transfer import (
-    PairStats,
     ScopeValue,
     SearchSpace,
     config_key,
@@ -38,68 +43,6 @@ AuditLevel = Literal["chip", "backend"]
 LEVELS: tuple[str, ...] = ("chip", "backend")
 STAGES: tuple[str, ...] = ("draft", "refine")
 TEXT_CHARS = 240
-
-
-@dataclass
-class LessonBrief:
-    """What a reader of the audit needs to recognise a lesson."""
-
-    id: str
-    kind: str
-    text: str
-    op: str
-    origin: str | None
-    config: dict[str, Any] | None = None
-
-
-@dataclass
-class OptimumReach:
-    """How close one source lesson's configuration gets to one target space's optimum."""
-
-    lesson_id: str
-    target_trajectory: str
-    target_chip: str
-    fraction: float
-    latency_ms: float | None
-    optimum_ms: float | None
-
-
-@dataclass
-class PairOptimum:
-    """Optimum fractions of the source's configuration lessons on the target's spaces."""
-
-    n_lessons: int
-    n_spaces: int
-    mean_fraction: float
-    best_fraction: float
-    reaches: list[OptimumReach] = field(default_factory=list)
-
-
-@dataclass
-class TransferPair(PairStats):
-    """Value statistics of a pair, plus the optimum fraction where spaces are recorded."""
-
-    optimum: PairOptimum | None = None
-
-
-@dataclass
-class TransferAudit:
-    """The whole audit: the scopes in display order and every ordered pair of them."""
-
-    level: str
-    stage: str
-    op: str | None
-    scopes: list[str]
-    neutral: float
-    min_n: int
-    pairs: list[TransferPair]
-    lessons: dict[str, LessonBrief]
-
-    def pair(self, source: str, target: str) -> TransferPair:
-        for item in self.pairs:
-            if item.source == source and item.target == target:
-                return item
-        raise KeyError(f"no pair {source} -> {target} in the audit")
 
 
 def parse_names(raw: str | list[str] | None) -> list[str]:
@@ -237,7 +180,7 @@ def _config_lessons(session: Session, op: str | None, tenant: str) -> list[Lesso
 
 def optimum_matrix(
     session: Session, level: str, op: str | None, tenant: str
-) -> tuple[dict[tuple[str, str], PairOptimum], dict[str, Lesson], set[str]]:
+) -> tuple[dict[tuple[str, str], PairOptimumPublic], dict[str, Lesson], set[str]]:
     """Optimum fractions per (source, target) scope name; the lessons used; the scopes seen.
 
     A lesson's source is the chip (or backend) of the recorded space it was distilled from.
@@ -248,7 +191,7 @@ def optimum_matrix(
     spaces = _recorded_spaces(session, op, tenant)
     by_id = {s.trajectory_id: s for s in spaces}
     lessons = _config_lessons(session, op, tenant)
-    reaches: dict[tuple[str, str], list[OptimumReach]] = defaultdict(list)
+    reaches: dict[tuple[str, str], list[OptimumReachPublic]] = defaultdict(list)
     used: dict[str, Lesson] = {}
     for lesson in lessons:
         origin = by_id.get(lesson.provenance["trajectory_id"])
@@ -264,7 +207,7 @@ def optimum_matrix(
                 continue
             fraction, latency = optimum_fraction(config, target_space.space)
             reaches[(source, target)].append(
-                OptimumReach(
+                OptimumReachPublic(
                     lesson_id=lesson.id,
                     target_trajectory=target_space.trajectory_id,
                     target_chip=target_space.chip,
@@ -277,7 +220,7 @@ def optimum_matrix(
     matrix = {}
     for pair, items in reaches.items():
         items.sort(key=lambda r: (-r.fraction, r.lesson_id, r.target_trajectory))
-        matrix[pair] = PairOptimum(
+        matrix[pair] = PairOptimumPublic(
             n_lessons=len({r.lesson_id for r in items}),
             n_spaces=len({r.target_trajectory for r in items}),
             mean_fraction=sum(r.fraction for r in items) / len(items),
@@ -288,12 +231,12 @@ def optimum_matrix(
     return matrix, used, seen
 
 
-def _brief(lesson: Lesson, level: str) -> LessonBrief:
+def _brief(lesson: Lesson, level: str) -> LessonBriefPublic:
     applicability = lesson.applicability or {}
     origins = applicability.get("chips" if level == "chip" else "backends") or []
     config = (lesson.hint or {}).get("config")
     text = lesson.text if len(lesson.text) <= TEXT_CHARS else lesson.text[: TEXT_CHARS - 1] + "…"
-    return LessonBrief(
+    return LessonBriefPublic(
         id=lesson.id,
         kind=lesson.kind,
         text=text,
@@ -314,7 +257,7 @@ def transfer_audit(
     stage: str = "draft",
     min_n: int = 1,
     tenant: str,
-) -> TransferAudit:
+) -> TransferAuditPublic:
     """Build the transfer audit of one stage at the chip or the backend level.
 
     Args:
@@ -344,25 +287,24 @@ def transfer_audit(
         optimum, config_lessons, spaced = optimum_matrix(session, level, op, tenant)
     scopes = selected if selected is not None else sorted(set(values) | spaced)
     pairs = [
-        TransferPair(**stats.__dict__, optimum=optimum.get((stats.source, stats.target)))
+        TransferPairPublic.model_validate(
+            {**stats.__dict__, "optimum": optimum.get((stats.source, stats.target))}
+        )
         for stats in transfer_matrix(values, scopes, neutral=neutral, min_n=min_n)
     ]
     referenced = {c.lesson_id for p in pairs for c in p.common} | {
         r.lesson_id for p in pairs if p.optimum for r in p.optimum.reaches
     }
     rows = {**valued, **config_lessons}
-    return TransferAudit(
-        level=level,
-        stage=stage,
-        op=op,
-        scopes=scopes,
-        neutral=neutral,
-        min_n=min_n,
-        pairs=pairs,
-        lessons={lid: _brief(rows[lid], level) for lid in sorted(referenced)},
+    return TransferAuditPublic.model_validate(
+        {
+            "level": level,
+            "stage": stage,
+            "op": op,
+            "scopes": scopes,
+            "neutral": neutral,
+            "min_n": min_n,
+            "pairs": pairs,
+            "lessons": {lid: _brief(rows[lid], level) for lid in sorted(referenced)},
+        }
     )
-
-
-def public_audit(audit: TransferAudit) -> TransferAuditPublic:
-    """The audit in its public shape (what HTTP, MCP, the CLI and the report see)."""
-    return TransferAuditPublic.model_validate(audit)

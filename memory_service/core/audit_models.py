@@ -1,4 +1,5 @@
-"""The transfer audit's public shape: the one form of the audit outside the service.
+"""The transfer audit's public shape, defined once: `memory_service.core.audit` builds it
+directly, and it is the one form of the audit outside the service.
 
 The HTTP route returns it, the remote client validates a server's answer into it, the CLI and
 MCP print it and the HTML report renders it, wherever the audit was computed.
