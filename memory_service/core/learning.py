@@ -37,9 +37,10 @@ from memory_service.core.models import (
 from memory_service.core.schema import Lesson, LessonValue, Outcome, Retrieval, utcnow
 from memory_service.core.settings import Settings
 from memory_service.core.store import Store
+from memory_service.core.transfer_text import transfer_fields
 from memory_service.core.values import apply_reward, compute_reward
 from retrieval.gating import Query, gate
-from retrieval.query import is_transferred, query_text, source_scope
+from retrieval.query import query_text
 from retrieval.ranking import Candidate, rank, recall_size
 from retrieval.values import ScopeStats, ValueEstimate, value_estimate
 
@@ -150,7 +151,7 @@ class LearningLoop:
                     select(Lesson).where(col(Lesson.id).in_([r.lesson_id for r in ranked]))
                 )
             }
-            lessons = [self._retrieved(rows[r.lesson_id], r, backend) for r in ranked]
+            lessons = [self._retrieved(rows[r.lesson_id], r, backend, chip) for r in ranked]
             settings_echo = {**ranking.__dict__, "k_recall_used": n_recall, "pool": len(admitted)}
             retrieval_id = str(uuid.uuid4())
             retrieval = Retrieval(
@@ -204,13 +205,11 @@ class LearningLoop:
         }
 
     @staticmethod
-    def _retrieved(row: Lesson, ranked: Any, target_backend: str | None) -> RetrievedLesson:
-        source_backends = row.applicability.get("backends") or []
-        transferred = is_transferred(target_backend, source_backends)
-        rendered = None
-        if transferred and target_backend:
-            rendered = platforms.render(row.text, source_backends[0], target_backend).text
+    def _retrieved(
+        row: Lesson, ranked: Any, target_backend: str | None, target_chip: str | None
+    ) -> RetrievedLesson:
         return RetrievedLesson(
+            **transfer_fields(row, target_backend, target_chip),
             id=row.id,
             kind=row.kind,  # type: ignore[arg-type]
             text=row.text,
@@ -218,9 +217,6 @@ class LearningLoop:
             code=row.code,
             applicability=Applicability(**row.applicability),
             score=ranked.score,
-            transferred=transferred,
-            source_scope=source_scope(row.applicability.get("chips") or [], source_backends),
-            rendered_text=rendered,
             warning=row.kind == "failure",
             breakdown=Breakdown(
                 similarity=ranked.similarity,

@@ -156,6 +156,17 @@ class Breakdown(BaseModel):
     ci_high: float
 
 
+class GlossaryEntryPublic(BaseModel):
+    """A source term of a transferred lesson and its counterpart on the target chip."""
+
+    term: str
+    concept: str
+    counterpart: str | None = Field(description="None where the target has no counterpart")
+    rendered: bool = Field(description="whether rendered_text uses the counterpart")
+    note: str | None = Field(None, description="what the target chip's descriptor says")
+    caveat: str | None = Field(None, description="where the mapping changes a quantity")
+
+
 class RetrievedLesson(BaseModel):
     id: str
     kind: LessonKind
@@ -169,6 +180,9 @@ class RetrievedLesson(BaseModel):
     rendered_text: str | None
     warning: bool
     breakdown: Breakdown
+    glossary: list[GlossaryEntryPublic] = Field(
+        default_factory=list, description="for a transferred lesson: its terms on the target"
+    )
 
 
 class RetrieveResponse(BaseModel):
