@@ -56,31 +56,42 @@ def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
             raise FileUnreadableError(path, f"cannot read past line: {exc}") from exc
 
 
-def _parse_line(path: Path, number: int, line: str) -> TrajectoryRecord | RejectedRecord:
-    position = f"line {number}"
-    try:
-        data = json.loads(line)
-    except ValueError as exc:
-        return RejectedRecord(str(path), position, f"not valid JSON: {exc}")
+class NativeRecordError(ValueError):
+    """A decoded native trajectory that cannot be used; the message says why, in words."""
+
+
+def parse_record(data: object) -> TrajectoryRecord:
+    """One native trajectory from its decoded JSON (a file's line, an uploaded item), checked.
+
+    The one version rule of the format: `version` is a required integer no newer than this
+    reader's. Raises NativeRecordError naming the problem.
+    """
     if not isinstance(data, dict):
-        return RejectedRecord(str(path), position, "a line must be a JSON object")
+        raise NativeRecordError("a line must be a JSON object")
     version = data.get("version")
     if not isinstance(version, int) or isinstance(version, bool):
-        return RejectedRecord(str(path), position, "missing or non-integer 'version'")
+        raise NativeRecordError("missing or non-integer 'version'")
     if version > NATIVE_FORMAT_VERSION:
-        return RejectedRecord(
-            str(path),
-            position,
-            f"format version {version} is newer than this reader ({NATIVE_FORMAT_VERSION})",
+        raise NativeRecordError(
+            f"format version {version} is newer than this reader ({NATIVE_FORMAT_VERSION})"
         )
     try:
         record = TrajectoryRecord.from_dict(data)
     except RecordShapeError as exc:
-        return RejectedRecord(str(path), position, f"not a trajectory record: {exc}")
+        raise NativeRecordError(f"not a trajectory record: {exc}") from exc
     problem = _check(record)
     if problem:
-        return RejectedRecord(str(path), position, problem)
+        raise NativeRecordError(problem)
     return record
+
+
+def _parse_line(path: Path, number: int, line: str) -> TrajectoryRecord | RejectedRecord:
+    position = f"line {number}"
+    try:
+        return parse_record(json.loads(line))
+    except ValueError as exc:  # JSONDecodeError and NativeRecordError
+        reason = str(exc) if isinstance(exc, NativeRecordError) else f"not valid JSON: {exc}"
+        return RejectedRecord(str(path), position, reason)
 
 
 def _check(record: TrajectoryRecord) -> str | None:

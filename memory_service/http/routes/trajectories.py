@@ -8,6 +8,7 @@ from fastapi import APIRouter
 from pydantic import ValidationError
 
 import platforms
+from ingest.readers import native
 from ingest.records import TrajectoryRecord
 from memory_service.core.errors import InvalidInput
 from memory_service.core.models import IngestSummary, TrajectoriesIn
@@ -25,17 +26,15 @@ def upload_trajectories(body: TrajectoriesIn, svc: ServiceDep, who: AgentDep) ->
             records.append(_native_record(raw))
         except (KeyError, TypeError, ValueError, ValidationError) as exc:
             raise InvalidInput(
-                f"trajectories[{position}]: {exc!r}", code="invalid_trajectory"
+                f"trajectories[{position}]: {exc}", code="invalid_trajectory"
             ) from exc
     return svc.ingest(records, tenant=who.tenant)
 
 
 def _native_record(raw: dict[str, Any]) -> TrajectoryRecord:
-    """Parse one native trajectory and normalise its chip name through `platforms`."""
-    version = raw.get("version", 1)
-    if version != 1:
-        raise ValueError(f"unsupported native format version {version}")
-    record = TrajectoryRecord.from_dict(raw)
+    """Parse one native trajectory (the format's own parser and version rule) and normalise
+    its chip name through `platforms`."""
+    record = native.parse_record(raw)
     if not record.attempts:
         raise ValueError("a trajectory needs at least one attempt")
     chip = platforms.resolve(
