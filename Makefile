@@ -30,9 +30,15 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+PACKAGES := platforms retrieval ingest kernels memory_service agent_client bench
+
+# ruff (with complexity and import order), formatting, mypy on every package (strict on
+# retrieval and platforms), and the import-linter contracts that keep DESIGN section 2's arrows.
 lint: $(STAMP)
-	$(BIN)/ruff check platforms retrieval ingest memory_service agent_client kernels bench tests
+	$(BIN)/ruff check $(PACKAGES) tests
+	$(BIN)/ruff format --check $(PACKAGES) tests
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 bench-ingest: $(STAMP)
 	$(BIN)/tunemem bench ingest
