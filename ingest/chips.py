@@ -3,7 +3,7 @@
 Readers call `chip_context` once per file (never per attempt): a name the registry knows
 becomes its chip id ("NVIDIA A100-PCIE-40GB" -> "a100"); an unknown name becomes an explicit
 `unknown:<slug>` chip whose backend is inferred from vendor words; a name that says nothing
-(empty, or no vendor) becomes chip `unknown` with backend `unknown`.
+(empty, no vendor, or not a string at all) becomes chip `unknown` with backend `unknown`.
 """
 
 from __future__ import annotations
@@ -28,9 +28,20 @@ class ChipContext:
     raw: str | None
 
 
+def chip_context(raw: object, backend: str | None = None) -> ChipContext:
+    """Resolve a device name as read from a file; never raises for an unknown device.
+
+    A `raw` that is not a string (a number or an object in a malformed file) names no device.
+    """
+    if not isinstance(raw, str):
+        raw = None
+    if backend is not None and not isinstance(backend, str):
+        backend = None
+    return _chip_context(raw, backend)
+
+
 @lru_cache(maxsize=4096)
-def chip_context(raw: str | None, backend: str | None = None) -> ChipContext:
-    """Resolve a device name as read from a file; never raises for an unknown device."""
+def _chip_context(raw: str | None, backend: str | None) -> ChipContext:
     name = (raw or "").strip()
     if not name:
         return ChipContext(UNKNOWN_CHIP, backend or UNKNOWN_BACKEND, None, False, raw)
@@ -44,7 +55,7 @@ def chip_context(raw: str | None, backend: str | None = None) -> ChipContext:
     return ChipContext(chip.id, chip.backend, chip.family, chip.known, raw)
 
 
-def chip_context_with_fallback(raw: str | None, fallback: str | None) -> tuple[ChipContext, str]:
+def chip_context_with_fallback(raw: object, fallback: str | None) -> tuple[ChipContext, str]:
     """Resolve `raw`; if it is empty or unknown, try `fallback` (e.g. a file-name stem).
 
     Returns the context and where the chip came from: "device_name", "file_name" or "none".
@@ -56,7 +67,7 @@ def chip_context_with_fallback(raw: str | None, fallback: str | None) -> tuple[C
     if fallback:
         secondary = chip_context(fallback)
         if secondary.known:
-            return ChipContext(secondary.chip, secondary.backend, secondary.family, True, raw), (
-                "file_name"
-            )
-    return primary, "device_name" if (raw or "").strip() else "none"
+            return ChipContext(
+                secondary.chip, secondary.backend, secondary.family, True, primary.raw
+            ), "file_name"
+    return primary, "device_name" if (primary.raw or "").strip() else "none"

@@ -16,6 +16,11 @@ numbers, and a hint a structured proposer can use:
 
 Same input, same drafts in the same order. An LLM distiller can be plugged in through
 `distill(..., llm=...)`; it is off unless a caller passes one.
+
+Only latencies between `MIN_VALID_MS` and `MAX_LATENCY_MS` count as measurements, so every
+ratio printed stays finite and non-zero; work is O(n log n) in the attempts (grouping by
+sorting, never a pass over all attempts per distinct value), and any failure on a malformed
+trajectory comes out as `DistillError`, which the service turns into a reject.
 """
 
 from __future__ import annotations
@@ -27,9 +32,16 @@ from typing import Any
 import numpy as np
 
 from ingest.chips import chip_context
+from ingest.errors import DistillError
 from ingest.failure_rules import failing_settings
 from ingest.records import LessonDraft, TrajectoryRecord
 from ingest.render import config_text, describe_task, fmt_count, fmt_ms, fmt_ratio
+from ingest.validate import MAX_LATENCY_MS
+
+# Below a picosecond a "latency" is a unit error or a placeholder, not a measurement.
+MIN_VALID_MS = 1e-9
+# The unmeasured exemplar lists at most this many shape groups in its text.
+MAX_LISTED_GROUPS = 40
 
 # A parameter effect is "clear" at this ratio of medians, either way.
 EFFECT_MIN_RATIO = 1.15
@@ -73,9 +85,17 @@ def distill(
         llm: optional extra distiller, given the trajectory and the deterministic drafts,
             returning extra drafts to append. None (the default) keeps distillation
             deterministic and offline.
+
+    Raises:
+        DistillError: the trajectory is malformed (check it first with
+            `ingest.validate.record_problem` for a precise reason).
     """
-    view = _TrajectoryView(traj)
-    drafts = view.exemplars(top_k) + view.parameter_effects() + view.failures()
+    try:
+        view = _TrajectoryView(traj)
+        drafts = view.exemplars(top_k) + view.parameter_effects() + view.failures()
+    except Exception as exc:
+        # A malformed trajectory that passed the checks must still end as a reject, not a crash.
+        raise DistillError(traj.source, f"{type(exc).__name__}: {str(exc)[:300]}") from exc
     if llm is not None:
         drafts = drafts + list(llm(traj, drafts))
     return drafts
@@ -99,7 +119,12 @@ class _TrajectoryView:
             [a.latency_ms if a.latency_ms is not None else np.nan for a in attempts], dtype=float
         )
         self.feasible = np.array([a.feasible for a in attempts], dtype=bool)
-        self.valid = self.feasible & np.isfinite(self.latency) & (self.latency > 0)
+        self.valid = (
+            self.feasible
+            & np.isfinite(self.latency)
+            & (self.latency >= MIN_VALID_MS)
+            & (self.latency <= MAX_LATENCY_MS)
+        )
         self.n_valid = int(self.valid.sum())
         evidence = traj.evidence
         tuning = evidence.get("tuning_params")
@@ -214,7 +239,12 @@ class _TrajectoryView:
         if not groups:
             return []
         common = max(groups, key=lambda g: len(g[1]))
-        parts = [f"{_shape_span(shapes)}: {config_text(config)}" for config, shapes, _ in groups]
+        parts = [
+            f"{_shape_span(shapes)}: {config_text(config)}"
+            for config, shapes, _ in groups[:MAX_LISTED_GROUPS]
+        ]
+        if len(groups) > MAX_LISTED_GROUPS:
+            parts.append(f"and {len(groups) - MAX_LISTED_GROUPS} more groups")
         text = (
             f"{self.where}: the tuner's chosen configuration by shape is "
             + "; ".join(parts)
@@ -240,6 +270,7 @@ class _TrajectoryView:
         overall = float(np.median(latency))
         attempts = self.traj.attempts
         found: list[tuple[float, int, str, Any, float, int]] = []
+        min_group = max(EFFECT_MIN_GROUP, self.n_valid // 50)
         for p_order, param in enumerate(self.params):
             values = [attempts[i].params.get(param) for i in valid_idx]
             if not all(isinstance(v, int | float | str | bool) for v in values):
@@ -249,15 +280,17 @@ class _TrajectoryView:
             )
             if len(uniques) < 2:
                 continue
-            for code in range(len(uniques)):
-                mask = codes == code
-                count = int(mask.sum())
-                if count < max(EFFECT_MIN_GROUP, self.n_valid // 50) or count == self.n_valid:
-                    continue
-                speedup = overall / float(np.median(latency[mask]))
+            counts = np.bincount(codes, minlength=len(uniques))
+            order = np.argsort(codes, kind="stable")
+            starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+            for code in np.flatnonzero((counts >= min_group) & (counts < self.n_valid)):
+                members = order[starts[code] : starts[code] + counts[code]]
+                speedup = overall / float(np.median(latency[members]))
                 if speedup >= EFFECT_MIN_RATIO or speedup <= 1 / EFFECT_MIN_RATIO:
-                    value = values[int(np.flatnonzero(mask)[0])]
-                    found.append((-abs(np.log(speedup)), p_order, param, value, speedup, count))
+                    value = values[int(members[0])]
+                    found.append(
+                        (-abs(np.log(speedup)), p_order, param, value, speedup, int(counts[code]))
+                    )
         found.sort(key=lambda f: (f[0], f[1], str(f[3])))
         drafts = []
         for _, _, param, value, speedup, count in found[:MAX_EFFECTS]:

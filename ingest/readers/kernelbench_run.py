@@ -19,7 +19,8 @@ from typing import Any
 from ingest.chips import chip_context
 from ingest.errors import FormatMismatchError
 from ingest.records import AttemptRecord, ContextSpec, RejectedRecord, TaskSpec, TrajectoryRecord
-from ingest.sources import digest_of, is_number, load_json
+from ingest.sources import DEFAULT_MAX_FILE_BYTES, digest_of, is_number, load_json, read_bytes
+from ingest.validate import latency_problem
 
 FORMAT = "kernelbench-run"
 FOLDER = True
@@ -36,12 +37,14 @@ def detect(path: Path) -> bool:
     return path.is_dir() and (path / RESULTS_FILE).is_file()
 
 
-def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
+def read(
+    path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> Iterator[TrajectoryRecord | RejectedRecord]:
     """Yield rejects for bad samples, then one trajectory per problem, by problem id."""
     if not detect(path):
         raise FormatMismatchError(path, f"no {RESULTS_FILE} in this folder")
     results_path = path / RESULTS_FILE
-    doc, digest = load_json(results_path)
+    doc, digest = load_json(results_path, max_bytes)
     if not isinstance(doc, dict):
         raise FormatMismatchError(results_path, "not an object keyed by problem id")
     kernels = {
@@ -49,7 +52,8 @@ def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
         for p in sorted(path.iterdir())
         if (m := _KERNEL.match(p.name))
     }
-    kernel_bytes = [p.read_bytes() for _, p in sorted(kernels.values())]
+    code_of = {p: read_bytes(p, max_bytes) for _, p in sorted(kernels.values())}
+    kernel_bytes = list(code_of.values())
     source = f"{path.parent.name}/{path.name}@{digest_of([digest.encode(), *kernel_bytes])}"
     folder_level = _LEVEL_IN_NAME.search(path.name.lower())
     for problem in sorted(doc, key=lambda k: (len(str(k)), str(k))):
@@ -72,9 +76,10 @@ def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
             found = kernels.get((str(problem), str(sample)))
             if found:
                 level = found[0]
-            code = found[1].read_text(encoding="utf-8", errors="replace") if found else None
+            code = code_of[found[1]].decode("utf-8", errors="replace") if found else None
             metadata = _v if isinstance(_v := result.get("metadata"), dict) else {}
-            hardware = hardware or metadata.get("hardware") or metadata.get("device")
+            named = metadata.get("hardware") or metadata.get("device")
+            hardware = hardware or (named if isinstance(named, str) else None)
             attempts.append(_attempt(len(attempts), str(sample), result, metadata, code))
         if not attempts:
             continue
@@ -101,7 +106,9 @@ def _attempt(
     compiled = result["compiled"]
     correct = bool(result.get("correctness", False)) if compiled else None
     runtime = result.get("runtime")
-    latency = float(runtime) if is_number(runtime) and runtime >= 0 and correct else None
+    latency = None
+    if correct and is_number(runtime) and runtime >= 0 and not latency_problem("runtime", runtime):
+        latency = float(runtime)
     category = None
     error = None
     if not compiled:

@@ -23,14 +23,15 @@ from typing import Any
 from ingest.chips import chip_context
 from ingest.errors import FormatMismatchError
 from ingest.records import AttemptRecord, ContextSpec, RejectedRecord, TaskSpec, TrajectoryRecord
-from ingest.sources import head, is_number, load_json
+from ingest.sources import DEFAULT_MAX_FILE_BYTES, finite, head, is_number, load_json
+from ingest.validate import latency_problem
 
 FORMAT = "kernelbench-timing"
 FOLDER = True
 
 _FILE = re.compile(r"^baseline_time_(?P<mode>[\w.-]+)\.json$")
 _LEVEL_START = re.compile(rb'^\s*\{\s*"level')
-_PROBLEM = re.compile(r"^(?P<id>\d+)_(?P<name>.+?)\.py$")
+_PROBLEM = re.compile(r"^(?P<id>\d{1,18})_(?P<name>.+?)\.py$")
 
 
 def mode_name(file_mode: str) -> str:
@@ -63,12 +64,15 @@ def _detect_file(path: Path) -> bool:
 
 
 def _problem_key(level: str, problem: str) -> tuple[int, int, str]:
-    level_no = int(level[5:]) if level[5:].isdigit() else 0
+    digits = level[5:]
+    level_no = int(digits) if digits.isdecimal() and len(digits) <= 18 else 0
     match = _PROBLEM.match(problem)
     return (level_no, int(match["id"]) if match else 0, problem)
 
 
-def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
+def read(
+    path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> Iterator[TrajectoryRecord | RejectedRecord]:
     """Yield rejects for bad entries, then one trajectory per problem, by level and id."""
     files = _mode_files(path)
     if not files:
@@ -77,18 +81,24 @@ def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
     rows: dict[tuple[int, int, str], list[tuple[str, dict[str, Any]]]] = {}
     levels: dict[tuple[int, int, str], str] = {}
     for file in files:
-        doc, digest = load_json(file)
+        doc, digest = load_json(file, max_bytes)
         hasher.update(digest.encode())
         if not isinstance(doc, dict):
             raise FormatMismatchError(file, "not an object keyed by level")
         mode = mode_name(_FILE.match(file.name)["mode"])  # type: ignore[index]
         for level, problems in doc.items():
             if not isinstance(problems, dict):
-                yield RejectedRecord(str(file), level, "level is not an object of problems")
+                yield RejectedRecord(
+                    str(file), level or repr(level), "level is not an object of problems"
+                )
                 continue
             for problem, entry in problems.items():
                 if not isinstance(entry, dict) or not is_number(entry.get("mean")):
                     yield RejectedRecord(str(file), f"{level}/{problem}", "no numeric 'mean'")
+                    continue
+                problem_text = latency_problem("'mean'", entry["mean"])
+                if problem_text:
+                    yield RejectedRecord(str(file), f"{level}/{problem}", problem_text)
                     continue
                 key = _problem_key(level, problem)
                 rows.setdefault(key, []).append((mode, entry))
@@ -111,21 +121,24 @@ def _trajectory(
     level_no, problem_id, problem = key
     match = _PROBLEM.match(problem)
     name = (match["name"] if match else problem.removesuffix(".py")).strip("_").lower()
-    hardware = next((e.get("hardware") for _, e in modes if e.get("hardware")), None)
+    hardware = next(
+        (e["hardware"] for _, e in modes if isinstance(e.get("hardware"), str) and e["hardware"]),
+        None,
+    )
     # "hardware" is torch's device name; older files lack it, then the folder ("A100_modal").
     chip = chip_context(hardware) if hardware else chip_context(gpu_folder)
     attempts = []
     for index, (mode, entry) in enumerate(modes):
-        metrics = {f"{k}_ms": float(entry[k]) for k in ("std", "max") if is_number(entry.get(k))}
+        metrics = {f"{k}_ms": v for k in ("std", "max") if (v := finite(entry.get(k))) is not None}
+        fastest = finite(entry.get("min"))
+        trials = finite(entry.get("num_trials"))
         attempts.append(
             AttemptRecord(
                 index=index,
                 params={"mode": mode},
                 latency_ms=float(entry["mean"]),
-                latency_min_ms=float(entry["min"]) if is_number(entry.get("min")) else None,
-                repetitions=int(entry["num_trials"])
-                if is_number(entry.get("num_trials"))
-                else None,
+                latency_min_ms=fastest if latency_problem("min", fastest) is None else None,
+                repetitions=int(trials) if trials is not None and 0 <= trials < 2**62 else None,
                 metrics=metrics,
             )
         )

@@ -5,7 +5,8 @@ objective, cache`; `cache` maps "v1,v2,..." to an entry with the parameters, `ti
 failure marker string), `times` (every repetition, ms), `compile_time` (ms) and throughput
 (`GFLOP/s`, `GB/s`). Attempts follow the cache's order. A failed configuration becomes an
 infeasible attempt with its error category; an entry that is not an object, lacks some of the
-parameters or has no usable `time` becomes a reject.
+parameters or has no usable `time` (a failure marker or a latency between 0 and 1e9 ms)
+becomes a reject; a `device_name` that is not a string rejects the file.
 
 Caches written by older Kernel Tuner versions have no `problem_size` or `objective`, and their
 entries hold only `time`: the parameter values are the key, in `tune_params_keys` order. Such
@@ -33,7 +34,8 @@ from ingest.records import (
     TaskSpec,
     TrajectoryRecord,
 )
-from ingest.sources import head, is_number, load_json, source_label
+from ingest.sources import DEFAULT_MAX_FILE_BYTES, finite, head, is_number, load_json, source_label
+from ingest.validate import json_problem, latency_problem
 
 FORMAT = "kerneltuner"
 
@@ -67,18 +69,27 @@ def op_name(kernel_name: str) -> str:
     return kernel_name[: -len("_kernel")] if kernel_name.endswith("_kernel") else kernel_name
 
 
-def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
+def read(
+    path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> Iterator[TrajectoryRecord | RejectedRecord]:
     """Yield the cache's rejects, then its one trajectory."""
-    doc, digest = load_json(path)
+    doc, digest = load_json(path, max_bytes)
     if not isinstance(doc, dict) or not isinstance(doc.get("cache"), dict):
         raise FormatMismatchError(path, "not a Kernel Tuner cache: no 'cache' object")
-    keys = doc.get("tune_params_keys") or list(doc.get("tune_params") or {})
+    space = doc.get("tune_params")
+    keys = doc.get("tune_params_keys") or (list(space) if isinstance(space, dict) else [])
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise FormatMismatchError(path, "'tune_params_keys' is not a list of names")
     if not keys:
         raise FormatMismatchError(path, "no 'tune_params_keys' or 'tune_params'")
+    device = doc.get("device_name")
+    if device is not None and not isinstance(device, str):
+        raise FormatMismatchError(
+            path, f"'device_name' must be a string, not {type(device).__name__}"
+        )
     kernel_name = str(doc.get("kernel_name") or _stem(path))
-    chip, chip_from = chip_context_with_fallback(doc.get("device_name"), _stem(path))
-    given = doc.get("tune_params")
-    declared: dict[str, Any] = given if isinstance(given, dict) else {}
+    chip, chip_from = chip_context_with_fallback(device, _stem(path))
+    declared: dict[str, Any] = space if isinstance(space, dict) else {}
     attempts: list[AttemptRecord] = []
     first_stamp = None
     for key, entry in doc["cache"].items():
@@ -87,8 +98,8 @@ def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
             yield RejectedRecord(str(path), f"cache[{key!r}]", attempt)
             continue
         attempts.append(attempt)
-        if first_stamp is None:
-            first_stamp = entry.get("timestamp")
+        if first_stamp is None and isinstance(entry.get("timestamp"), str):
+            first_stamp = entry["timestamp"]
     if not attempts:
         raise FormatMismatchError(
             path, f"the cache holds no usable configuration (of {len(doc['cache'])} entries)"
@@ -162,6 +173,9 @@ def _attempt(
     params = entry_params(key, entry, keys, declared)
     if isinstance(params, str):
         return params
+    problem = json_problem(params, "parameters")
+    if problem:
+        return problem
     time = entry.get("time")
     if isinstance(time, str):
         return AttemptRecord(
@@ -172,11 +186,14 @@ def _attempt(
             error_category=failure_category(time),
             error=time,
         )
-    if not isinstance(time, int | float) or isinstance(time, bool) or time != time or time < 0:
-        return f"'time' is neither a non-negative number nor a failure marker: {time!r}"
+    if not is_number(time):
+        return f"'time' is neither a number nor a failure marker: {str(time)[:80]!r}"
+    problem = latency_problem("'time'", time)
+    if problem:
+        return problem
     times = entry.get("times")
     fastest = _fastest(times)
-    metrics = {m: float(entry[m]) for m in _METRIC_KEYS if isinstance(entry.get(m), int | float)}
+    metrics = {m: v for m in _METRIC_KEYS if (v := finite(entry.get(m))) is not None}
     if "compile_time" in metrics:
         metrics["compile_time_ms"] = metrics.pop("compile_time")
     if "verification_time" in metrics:
@@ -199,4 +216,6 @@ def _fastest(times: Any) -> float | None:
         fastest = min(times)
     except TypeError:
         return None
-    return float(fastest) if is_number(fastest) and is_number(max(times)) else None
+    if not is_number(max(times)) or latency_problem("times", fastest) is not None:
+        return None
+    return float(fastest)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO
 
 from ingest.errors import FileUnreadableError
 from ingest.records import (
@@ -21,7 +21,8 @@ from ingest.records import (
     RejectedRecord,
     TrajectoryRecord,
 )
-from ingest.sources import head
+from ingest.sources import DEFAULT_MAX_FILE_BYTES, head, open_capped
+from ingest.validate import record_problem
 
 FORMAT = "native"
 
@@ -34,25 +35,22 @@ def detect(path: Path) -> bool:
     return first.startswith(b"{") and b'"source_format"' in first and b'"version"' in first
 
 
-def _open_text(path: Path) -> IO[str]:
-    if path.name.endswith(".gz"):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
+def read(
+    path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> Iterator[TrajectoryRecord | RejectedRecord]:
+    """Yield one trajectory per non-blank line; a bad line becomes a reject ("line N").
 
-
-def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
-    """Yield one trajectory per non-blank line; a bad line becomes a reject ("line N")."""
-    try:
-        handle = _open_text(path)
-    except OSError as exc:
-        raise FileUnreadableError(path, f"cannot open: {exc}") from exc
+    The lines before a file passes `max_bytes` (decompressed) are read; then the file is
+    rejected with `FileTooLargeError`.
+    """
+    handle = io.TextIOWrapper(open_capped(path, max_bytes), encoding="utf-8")
     with handle:
         try:
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
                 yield _parse_line(path, number, line)
-        except (OSError, EOFError, UnicodeDecodeError) as exc:
+        except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
             raise FileUnreadableError(path, f"cannot read past line: {exc}") from exc
 
 
@@ -79,7 +77,7 @@ def parse_record(data: object) -> TrajectoryRecord:
         record = TrajectoryRecord.from_dict(data)
     except RecordShapeError as exc:
         raise NativeRecordError(f"not a trajectory record: {exc}") from exc
-    problem = _check(record)
+    problem = record_problem(record)
     if problem:
         raise NativeRecordError(problem)
     return record
@@ -92,20 +90,8 @@ def _parse_line(path: Path, number: int, line: str) -> TrajectoryRecord | Reject
     except ValueError as exc:  # JSONDecodeError and NativeRecordError
         reason = str(exc) if isinstance(exc, NativeRecordError) else f"not valid JSON: {exc}"
         return RejectedRecord(str(path), position, reason)
-
-
-def _check(record: TrajectoryRecord) -> str | None:
-    """Reasons a structurally complete record is still unusable."""
-    if not record.task.op:
-        return "task.op is empty"
-    if not record.context.chip or not record.context.backend:
-        return "context.chip and context.backend are required"
-    for attempt in record.attempts:
-        for name in ("latency_ms", "latency_min_ms"):
-            value = getattr(attempt, name)
-            if value is not None and (not isinstance(value, int | float) or value < 0):
-                return f"attempt {attempt.index}: {name} must be a non-negative number"
-    return None
+    except RecursionError:
+        return RejectedRecord(str(path), position, "JSON nested too deeply to parse")
 
 
 def write_native(records: Iterable[TrajectoryRecord], path: Path | str) -> int:

@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from ingest.chips import chip_context
-from ingest.errors import FormatMismatchError
+from ingest.errors import FormatMismatchError, ReaderError
 from ingest.records import AttemptRecord, ContextSpec, RejectedRecord, TaskSpec, TrajectoryRecord
-from ingest.sources import digest_of, is_number
+from ingest.sources import DEFAULT_MAX_FILE_BYTES, digest_of, finite, is_number, read_bytes
+from ingest.validate import latency_problem
 
 FORMAT = "openevolve"
 FOLDER = True
@@ -38,7 +39,17 @@ def _run_name(path: Path) -> str:
     return path.parent.parent.name if path.parent.name == "checkpoints" else path.parent.name
 
 
-def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
+def _parse(blob: bytes) -> Any:
+    """JSON of one file; ValueError for bad or too deeply nested JSON."""
+    try:
+        return json.loads(blob)
+    except RecursionError as exc:
+        raise ValueError("JSON nested too deeply to parse") from exc
+
+
+def read(
+    path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> Iterator[TrajectoryRecord | RejectedRecord]:
     """Yield rejects for unreadable programs, then the checkpoint's trajectory."""
     if not detect(path):
         raise FormatMismatchError(path, "no programs/*.json in this folder")
@@ -46,16 +57,22 @@ def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
     meta_path = path / "metadata.json"
     if meta_path.is_file():
         try:
-            loaded = json.loads(meta_path.read_text(encoding="utf-8"))
+            loaded = _parse(read_bytes(meta_path, max_bytes))
             meta = loaded if isinstance(loaded, dict) else {}
         except ValueError:
             yield RejectedRecord(str(meta_path), "file", "metadata.json is not valid JSON")
+        except ReaderError as exc:
+            yield RejectedRecord(str(meta_path), "file", exc.reason)
     programs: list[dict[str, Any]] = []
     blobs: list[bytes] = []
     for file in sorted((path / "programs").glob("*.json")):
-        blob = file.read_bytes()
         try:
-            program = json.loads(blob)
+            blob = read_bytes(file, max_bytes)
+        except ReaderError as exc:
+            yield RejectedRecord(str(file), "file", exc.reason)
+            continue
+        try:
+            program = _parse(blob)
         except ValueError as exc:
             yield RejectedRecord(str(file), "file", f"not valid JSON: {exc}")
             continue
@@ -82,14 +99,19 @@ def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
     )
     attempts = [_attempt(i, p, metric_key) for i, p in enumerate(programs)]
     device = meta.get("chip") or meta.get("device")
-    chip = chip_context(str(device) if device else None)
+    device = str(device) if device else None
+    chip = chip_context(device)
     op = str(meta.get("op") or meta.get("task") or _run_name(path))
+    kernel = meta.get("kernel")
+    signature = meta.get("signature")
     language = programs[0].get("language")
     yield TrajectoryRecord(
         source_format=FORMAT,
         source=f"{_run_name(path)}/{path.name}@{digest_of(blobs)}",
         task=TaskSpec(
-            op=op, kernel=meta.get("kernel"), signature=dict(meta.get("signature") or {})
+            op=op,
+            kernel=kernel if isinstance(kernel, str) else None,
+            signature=dict(signature) if isinstance(signature, dict) else {},
         ),
         context=ContextSpec(chip=chip.chip, backend=chip.backend, chip_raw=device),
         attempts=attempts,
@@ -106,13 +128,16 @@ def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
 
 
 def _int(value: Any) -> int:
-    return int(value) if is_number(value) else 0
+    number = finite(value)
+    return int(number) if number is not None else 0
 
 
 def _attempt(index: int, program: dict[str, Any], metric_key: str | None) -> AttemptRecord:
     metrics_in = program.get("metrics") or {}
-    metrics = {k: float(v) for k, v in metrics_in.items() if is_number(v)}
-    error = metrics_in.get("error") or (program.get("metadata") or {}).get("error")
+    numbers = {k: finite(v) for k, v in metrics_in.items()}
+    metrics = {k: v for k, v in numbers.items() if v is not None}
+    metadata = _v if isinstance(_v := program.get("metadata"), dict) else {}
+    error = metrics_in.get("error") or metadata.get("error")
     correctness = metrics_in.get("correctness", metrics_in.get("correct"))
     compiled_flag = metrics_in.get("compiled")
     compiled = not (compiled_flag is False or compiled_flag == 0)
@@ -125,6 +150,8 @@ def _attempt(index: int, program: dict[str, Any], metric_key: str | None) -> Att
     elif error:
         category = "runtime"
     latency = metrics.get(metric_key) if metric_key and category is None else None
+    if latency_problem("latency", latency):
+        latency = None
     return AttemptRecord(
         index=index,
         params={

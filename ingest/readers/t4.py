@@ -23,7 +23,8 @@ from ingest.errors import FormatMismatchError, UnsupportedVersionError
 from ingest.failures import failure_category
 from ingest.readers.kerneltuner import op_name
 from ingest.records import AttemptRecord, ContextSpec, RejectedRecord, TaskSpec, TrajectoryRecord
-from ingest.sources import head, is_number, load_json, source_label
+from ingest.sources import DEFAULT_MAX_FILE_BYTES, finite, head, load_json, source_label
+from ingest.validate import json_problem, latency_problem
 
 FORMAT = "t4"
 
@@ -51,9 +52,11 @@ def _stem(path: Path) -> str:
     return name.removesuffix("_T4").removesuffix("_t4")
 
 
-def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
+def read(
+    path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> Iterator[TrajectoryRecord | RejectedRecord]:
     """Yield the file's rejects, then its one trajectory."""
-    doc, digest = load_json(path)
+    doc, digest = load_json(path, max_bytes)
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise FormatMismatchError(path, "not a T4 file: no 'results' list")
     version = str(doc.get("schema_version", "1.0.0"))
@@ -85,7 +88,7 @@ def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
         source_format=FORMAT,
         source=source_label(path, digest),
         task=TaskSpec(op=op_name(kernel), kernel=kernel, signature={"tune_params_keys": keys}),
-        context=ContextSpec(chip=chip.chip, backend=chip.backend, chip_raw=device),
+        context=ContextSpec(chip=chip.chip, backend=chip.backend, chip_raw=chip.raw),
         attempts=attempts,
         evidence={
             "tool": "t4",
@@ -101,6 +104,9 @@ def _attempt(index: int, result: Any, scale: float) -> AttemptRecord | str:
     if not isinstance(result, dict) or not isinstance(result.get("configuration"), dict):
         return "result is not an object with a 'configuration' object"
     params = dict(result["configuration"])
+    problem = json_problem(params, "configuration")
+    if problem:
+        return problem
     invalidity = str(result.get("invalidity", "correct"))
     if invalidity != "correct":
         category = failure_category(invalidity) if invalidity != "constraints" else "other"
@@ -119,20 +125,28 @@ def _attempt(index: int, result: Any, scale: float) -> AttemptRecord | str:
         if isinstance(measurement, dict) and measurement.get("name") == wanted:
             value = measurement.get("value")
             break
-    if not is_number(value) or value < 0:
-        return f"no numeric measurement {wanted!r} for a correct result: {value!r}"
+    number = finite(value)
+    if number is None:
+        return f"no numeric measurement {str(wanted)[:80]!r} for a correct result: {value!r}"
+    latency = number * scale
+    problem = latency_problem(f"measurement {str(wanted)[:80]!r}", latency)
+    if problem:
+        return problem
     times = _v if isinstance(_v := result.get("times"), dict) else {}
     runtimes = times.get("runtimes")
-    if not isinstance(runtimes, list) or not all(is_number(r) for r in runtimes):
+    if not isinstance(runtimes, list) or not all(finite(r) is not None for r in runtimes):
+        runtimes = None
+    elif runtimes and latency_problem("runtimes", min(runtimes) * scale):
         runtimes = None
     metrics = {}
-    if is_number(times.get("compilation")):
-        metrics["compile_time_ms"] = float(times["compilation"]) * scale
+    compilation = finite(times.get("compilation"))
+    if compilation is not None:
+        metrics["compile_time_ms"] = compilation * scale
     return AttemptRecord(
         index=index,
         params=params,
         correct=bool(result.get("correctness", 1)),
-        latency_ms=float(value) * scale,
+        latency_ms=latency,
         latency_min_ms=float(min(runtimes)) * scale if runtimes else None,
         repetitions=len(runtimes) if runtimes else None,
         metrics=metrics,

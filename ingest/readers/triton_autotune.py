@@ -21,7 +21,8 @@ from ingest.chips import chip_context
 from ingest.errors import FormatMismatchError
 from ingest.readers.kerneltuner import op_name
 from ingest.records import AttemptRecord, ContextSpec, RejectedRecord, TaskSpec, TrajectoryRecord
-from ingest.sources import is_number, load_json, source_label
+from ingest.sources import DEFAULT_MAX_FILE_BYTES, finite, is_number, load_json, source_label
+from ingest.validate import json_problem, latency_problem
 
 FORMAT = "triton-autotune"
 SUFFIX = ".autotune.json"
@@ -33,9 +34,11 @@ def detect(path: Path) -> bool:
     return path.is_file() and path.name.endswith(SUFFIX)
 
 
-def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
+def read(
+    path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> Iterator[TrajectoryRecord | RejectedRecord]:
     """Yield rejects for malformed pairs, then the file's trajectory."""
-    doc, digest = load_json(path)
+    doc, digest = load_json(path, max_bytes)
     if not isinstance(doc, dict) or not isinstance(doc.get("configs_timings"), list):
         raise FormatMismatchError(path, "no 'configs_timings' list")
     key = doc.get("key")
@@ -83,10 +86,13 @@ def _attempt(index: int, pair: Any) -> AttemptRecord | str:
     for name in _LAUNCH_KEYS:
         if config.get(name) is not None:
             params[name] = config[name]
+    problem = json_problem(params, "config")
+    if problem:
+        return problem
     values = timings if isinstance(timings, list) else [timings]
     if not values or not all(is_number(v) for v in values):
-        return f"timings are not numbers: {timings!r}"
-    if not math.isfinite(values[0]):
+        return f"timings are not numbers: {str(timings)[:80]!r}"
+    if values[0] == math.inf:
         return AttemptRecord(
             index=index,
             params=params,
@@ -96,7 +102,10 @@ def _attempt(index: int, pair: Any) -> AttemptRecord | str:
             error="timed as infinity: failed to build or launch (OutOfResources, "
             "compile-time assertion or PTXAS error)",
         )
+    problem = latency_problem("timing", values[0])
+    if problem:
+        return problem
     metrics = {}
-    if len(values) == 3:
+    if len(values) == 3 and all(finite(v) is not None for v in values[1:]):
         metrics = {"p20_ms": float(values[1]), "p80_ms": float(values[2])}
     return AttemptRecord(index=index, params=params, latency_ms=float(values[0]), metrics=metrics)

@@ -19,7 +19,7 @@ from pathlib import Path
 from ingest.chips import chip_context
 from ingest.errors import FormatMismatchError
 from ingest.records import AttemptRecord, ContextSpec, RejectedRecord, TaskSpec, TrajectoryRecord
-from ingest.sources import is_number, load_json, source_label
+from ingest.sources import DEFAULT_MAX_FILE_BYTES, finite, load_json, source_label
 
 FORMAT = "vllm-moe"
 
@@ -39,7 +39,7 @@ def _block_shape(text: str | None) -> list[int] | None:
     if not text:
         return None
     parts = [p.strip() for p in text.strip("[]").split(",") if p.strip()]
-    return [int(p) for p in parts] if all(p.isdigit() for p in parts) else None
+    return [int(p) for p in parts] if all(p.isdecimal() for p in parts) else None
 
 
 def detect(path: Path) -> bool:
@@ -47,12 +47,18 @@ def detect(path: Path) -> bool:
     return bool(NAME_PATTERN.match(path.name))
 
 
-def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
+def _scalar(value: object) -> bool:
+    return isinstance(value, str | bool) or finite(value) is not None
+
+
+def read(
+    path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> Iterator[TrajectoryRecord | RejectedRecord]:
     """Yield the file's rejects, then its one trajectory of per-M exemplars."""
     match = NAME_PATTERN.match(path.name)
     if not match:
         raise FormatMismatchError(path, "file name is not E=..,N=..,device_name=..[,dtype=..].json")
-    doc, digest = load_json(path)
+    doc, digest = load_json(path, max_bytes)
     if not isinstance(doc, dict):
         raise FormatMismatchError(path, "body is not an object keyed by batch size M")
     device = match["device"].replace("_", " ")
@@ -69,8 +75,8 @@ def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
     }
     attempts: list[AttemptRecord] = []
     for key, config in doc.items():
-        if not key.isdigit():
-            if isinstance(config, str | int | float):
+        if not (key.isdecimal() and len(key) <= 18):
+            if _scalar(config):
                 evidence[key] = config
             else:
                 yield RejectedRecord(str(path), f"[{key!r}]", "non-numeric key with a non-scalar")
@@ -78,7 +84,7 @@ def read(path: Path) -> Iterator[TrajectoryRecord | RejectedRecord]:
         if not isinstance(config, dict) or not config:
             yield RejectedRecord(str(path), f"[{key!r}]", "configuration is not a non-empty object")
             continue
-        if not all(is_number(v) or isinstance(v, str) for v in config.values()):
+        if not all(_scalar(v) for v in config.values()):
             yield RejectedRecord(str(path), f"[{key!r}]", "configuration values must be scalars")
             continue
         attempts.append(AttemptRecord(index=len(attempts), params={"M": int(key), **config}))

@@ -1,0 +1,150 @@
+"""Checks that a canonical record is safe to store, distil and serve back as JSON.
+
+Readers check the records they build as they go; `record_problem` is the last check that
+`read_any` (and the HTTP upload of native trajectories) applies to every trajectory, whatever
+its origin: field types, latencies that are finite and plausible, and free JSON (parameters,
+signature, evidence) that holds only strings, finite numbers, booleans and null, nested at
+most `MAX_JSON_DEPTH` levels. A record that passes can always be written as strict JSON.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ingest.records import ERROR_CATEGORIES, AttemptRecord, TrajectoryRecord
+from ingest.sources import is_number
+
+# 1e9 ms is 11.6 days: no kernel measurement is longer; larger values are failure sentinels
+# (1e20, 1e308) or corruption, and the ratios the distiller prints would overflow on them.
+MAX_LATENCY_MS = 1e9
+MAX_JSON_DEPTH = 32
+MAX_PARAMS = 256
+
+
+def latency_problem(name: str, value: Any) -> str | None:
+    """Why `value` is not a usable latency in ms (None, or a finite 0 <= x <= 1e9, is)."""
+    if value is None:
+        return None
+    if not is_number(value):
+        return f"{name} is not a number: {str(value)[:80]!r}"
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number) or number < 0 or number > MAX_LATENCY_MS:
+        return f"{name} {value!r} is not a latency in ms between 0 and {MAX_LATENCY_MS:g}"
+    return None
+
+
+def _flat_scalars(value: dict[Any, Any]) -> bool:
+    """True for an object of string keys and plain scalars: the common case, checked fast."""
+    for key, item in value.items():
+        kind = type(item)
+        if type(key) is not str:
+            return False
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is float:
+            if item - item != 0.0:  # inf - inf and nan - nan are nan
+                return False
+        elif kind is not int or not -(2**63) < item < 2**63:
+            return False
+    return True
+
+
+def json_problem(value: Any, where: str, max_depth: int = MAX_JSON_DEPTH) -> str | None:
+    """Why `value` is not plain, strict JSON of bounded depth; None when it is."""
+    if type(value) is dict and _flat_scalars(value):
+        return None
+    stack: list[tuple[Any, str, int]] = [(value, where, 1)]
+    while stack:
+        item, at, depth = stack.pop()
+        if depth > max_depth:
+            return f"{at} is nested deeper than {max_depth} levels"
+        if isinstance(item, dict):
+            for key, inner in item.items():
+                if not isinstance(key, str):
+                    return f"{at} has a non-string key {key!r}"
+                stack.append((inner, f"{at}.{key}", depth + 1))
+        elif isinstance(item, list | tuple):
+            stack.extend((inner, f"{at}[{i}]", depth + 1) for i, inner in enumerate(item))
+        elif isinstance(item, float) and not math.isfinite(item):
+            return f"{at} is {item!r}, which JSON cannot carry"
+        elif isinstance(item, int) and not isinstance(item, bool) and abs(item) >= 2**63:
+            return f"{at} is an integer beyond 64 bits"
+        elif not (item is None or isinstance(item, str | int | float | bool)):
+            return f"{at} is a {type(item).__name__}, not JSON"
+    return None
+
+
+def _optional(value: Any, kind: type) -> bool:
+    return value is None or isinstance(value, kind)
+
+
+def attempt_problem(attempt: AttemptRecord, at: str) -> str | None:
+    """Why one attempt is unusable; None when it is fine."""
+    if not isinstance(attempt, AttemptRecord):
+        return f"{at} is not an attempt"
+    if not isinstance(attempt.index, int) or isinstance(attempt.index, bool):
+        return f"{at}.index is not an integer"
+    if not isinstance(attempt.params, dict) or len(attempt.params) > MAX_PARAMS:
+        return f"{at}.params must be an object of at most {MAX_PARAMS} parameters"
+    if not isinstance(attempt.compiled, bool) or not _optional(attempt.correct, bool):
+        return f"{at}: compiled must be true/false and correct true/false/null"
+    if attempt.error_category is not None and attempt.error_category not in ERROR_CATEGORIES:
+        return f"{at}.error_category must be one of {', '.join(ERROR_CATEGORIES)} or null"
+    if not _optional(attempt.code, str) or not _optional(attempt.error, str):
+        return f"{at}: code and error must be strings or null"
+    for name in ("latency_ms", "latency_min_ms"):
+        problem = latency_problem(f"{at}.{name}", getattr(attempt, name))
+        if problem:
+            return problem
+    reps = attempt.repetitions
+    if reps is not None and (not isinstance(reps, int) or isinstance(reps, bool) or reps < 0):
+        return f"{at}.repetitions must be a non-negative integer or null"
+    if not isinstance(attempt.metrics, dict):
+        return f"{at}.metrics must be an object"
+    return json_problem(attempt.params, f"{at}.params") or json_problem(
+        attempt.metrics, f"{at}.metrics", 2
+    )
+
+
+def record_problem(record: TrajectoryRecord) -> str | None:
+    """Why a trajectory cannot be stored and distilled safely; None when it can."""
+    task, ctx = record.task, record.context
+    if not isinstance(record.source, str) or not isinstance(record.source_format, str):
+        return "source and source_format must be strings"
+    if not isinstance(task.op, str) or not task.op.strip():
+        return "task.op must be a non-empty string"
+    if not _optional(task.kernel, str) or not _optional(task.dtype, str):
+        return "task.kernel and task.dtype must be strings or null"
+    if not isinstance(task.signature, dict):
+        return "task.signature must be an object"
+    for name in ("chip", "backend"):
+        value = getattr(ctx, name)
+        if not isinstance(value, str) or not value.strip():
+            return f"context.{name} must be a non-empty string"
+    for name in ("chip_raw", "model", "scenario"):
+        if not _optional(getattr(ctx, name), str):
+            return f"context.{name} must be a string or null"
+    if not isinstance(ctx.toolchain, dict) or not all(
+        isinstance(v, str) for v in ctx.toolchain.values()
+    ):
+        return "context.toolchain must map names to version strings"
+    if not isinstance(record.attempts, list):
+        return "attempts must be a list"
+    for i, attempt in enumerate(record.attempts):
+        problem = attempt_problem(attempt, f"attempts[{i}]")
+        if problem:
+            return problem
+    problem = latency_problem("baseline_latency_ms", record.baseline_latency_ms)
+    if problem:
+        return problem
+    if not isinstance(record.evidence, dict) or not isinstance(record.synthetic, bool):
+        return "evidence must be an object and synthetic true/false"
+    return (
+        json_problem(task.signature, "task.signature")
+        or json_problem(record.evidence, "evidence")
+        or json_problem(ctx.toolchain, "context.toolchain")
+    )
