@@ -128,7 +128,7 @@ def read(
 
 def _key_value(part: str, declared: Sequence[Any] | None) -> Any:
     """One value of a cache key: the declared value it spells, else a JSON number, else text."""
-    for value in declared or ():
+    for value in declared if isinstance(declared, list) else ():
         if str(value) == part:
             return value
     try:
