@@ -12,6 +12,7 @@ from typing import Any
 
 from agent_client.client import MemoryClient
 from agent_client.proposers.base import Proposer
+from ingest.records import ContextSpec
 from kernels.runners.base import Runner
 
 # What `run_agent` and `tunemem agent run` stop after without an improvement: past the recorded
@@ -45,6 +46,26 @@ class AgentContext:
             "description": "chips whose own lessons the proposer is not shown (a benchmark's "
             "source runs: tuning a chip already in memory with its own exemplars would teach "
             "values about that chip, not about transfer)"
+        },
+    )
+    hidden_signatures: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "description": "task signatures (graph.signature_key) whose own lessons the "
+            "proposer is not shown: a benchmark's source run on one shape of a kernel learns "
+            "how the other shapes' lessons carry over"
+        },
+    )
+    trajectory_context: ContextSpec | None = field(
+        default=None,
+        metadata={"description": "the full context (toolchain, model, scenario) of the run"},
+    )
+    dtype: str | None = field(default=None, metadata={"description": "the task's dtype"})
+    task_details: dict[str, Any] | None = field(
+        default=None,
+        metadata={
+            "description": "kernel, dtype, model and scenario sent with every retrieval (live "
+            "runs know them; replay runs of Kernel Tuner caches send op and signature only)"
         },
     )
     plateau: int | None = field(

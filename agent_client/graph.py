@@ -11,6 +11,7 @@ write-back is on; decide loops until the budget, a plateau, or an exhausted spac
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from langgraph.graph import START, StateGraph
@@ -38,16 +39,33 @@ def query_text(task: dict[str, Any], stage: str, params: list[str]) -> str:
     )
 
 
-def visible(lessons: list[RetrievedLesson], hidden_chips: tuple[str, ...]) -> list[RetrievedLesson]:
-    """The lessons the proposer may see: all but those recorded only on a hidden chip."""
-    if not hidden_chips:
-        return list(lessons)
+def signature_key(op: str, signature: dict[str, Any]) -> str:
+    """A task's identity for hiding: its op and its signature, as one canonical string."""
+    return json.dumps([op, signature], sort_keys=True, default=str)
+
+
+def visible(
+    lessons: list[RetrievedLesson],
+    hidden_chips: tuple[str, ...],
+    hidden_signatures: tuple[str, ...] = (),
+) -> list[RetrievedLesson]:
+    """The lessons the proposer may see: all but those recorded only on a hidden chip or for
+    a hidden task signature (`signature_key`)."""
     hidden = set(hidden_chips)
-    return [
-        lesson
-        for lesson in lessons
-        if not (lesson.applicability.get("chips") and set(lesson.applicability["chips"]) <= hidden)
-    ]
+    signatures = set(hidden_signatures)
+
+    def shown(lesson: RetrievedLesson) -> bool:
+        chips = lesson.applicability.get("chips")
+        if hidden and chips and set(chips) <= hidden:
+            return False
+        if signatures:
+            key = signature_key(
+                str(lesson.applicability.get("op")), lesson.applicability.get("signature") or {}
+            )
+            return key not in signatures
+        return True
+
+    return [lesson for lesson in lessons if shown(lesson)]
 
 
 def recall(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -57,15 +75,21 @@ def recall(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     task = state["task"]
     stage = state.get("stage", "draft")
 
+    details = ctx.task_details or {}
+
     def ask(k: int) -> Retrieval:
         assert ctx.client is not None
         return ctx.client.retrieve(
-            task={"op": task["op"], "signature": task.get("signature") or {}},
+            task={
+                "op": task["op"],
+                "signature": task.get("signature") or {},
+                **{key: details[key] for key in ("kernel", "dtype") if details.get(key)},
+            },
             context={
                 "chip": task["chip"],
                 "backend": task["backend"],
-                "model": None,
-                "scenario": None,
+                "model": details.get("model"),
+                "scenario": details.get("scenario"),
             },
             stage=stage,  # type: ignore[arg-type]
             k=k,
@@ -81,10 +105,13 @@ def recall(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     if ctx.widen_k > ctx.k and not any(
         isinstance((lesson.hint or {}).get("config"), dict)
         and tuple(lesson.hint["config"].get(p) for p in space) not in tried  # type: ignore[index]
-        for lesson in visible(retrieval.lessons, ctx.hidden_chips)
+        for lesson in visible(retrieval.lessons, ctx.hidden_chips, ctx.hidden_signatures)
     ):
         retrieval = ask(ctx.widen_k)
-    lessons = [lesson.to_json() for lesson in visible(retrieval.lessons, ctx.hidden_chips)]
+    lessons = [
+        lesson.to_json()
+        for lesson in visible(retrieval.lessons, ctx.hidden_chips, ctx.hidden_signatures)
+    ]
     return {
         "retrieval": {
             "retrieval_id": retrieval.retrieval_id,
@@ -160,6 +187,9 @@ def evaluate(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
             "latency_ms": result.latency_ms,
             "error_category": result.error_category,
             "error": result.error,
+            "latency_min_ms": result.latency_min_ms,
+            "repetitions": result.repetitions,
+            "metrics": dict(result.metrics),
         }
     }
 
@@ -218,6 +248,12 @@ def report(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         "feasible": result["feasible"],
         "latency_ms": latency,
         "error_category": result["error_category"],
+        "error": result.get("error"),
+        "compiled": result["compiled"],
+        "correct": result["correct"],
+        "latency_min_ms": result.get("latency_min_ms") if latency is not None else None,
+        "repetitions": result.get("repetitions"),
+        "metrics": dict(result.get("metrics") or {}),
         "best_ms": latency if improved else best_before,
         "lessons": lessons,
         "rewards": rewards,
@@ -247,30 +283,59 @@ def stop_reason(state: AgentState, ctx: AgentContext) -> str | None:
     return None
 
 
-def trajectory_of(state: AgentState) -> TrajectoryRecord:
-    """The run as a canonical trajectory, for write-back through `POST /v1/trajectories`."""
+def trajectory_of(
+    state: AgentState,
+    evidence: dict[str, Any] | None = None,
+    context: ContextSpec | None = None,
+    dtype: str | None = None,
+) -> TrajectoryRecord:
+    """The run as a canonical trajectory, for write-back through `POST /v1/trajectories` and
+    for saving as a native trajectory file.
+
+    Each attempt keeps its error, latency distribution (`metrics`) and cost; `evidence` (the
+    runner's: toolchain, template hash, device) and the proposer's origins go with the run.
+    """
     from ingest.records import AttemptRecord
 
     task = state["task"]
+    history = state.get("history") or []
     attempts = [
         AttemptRecord(
             index=h["index"],
             params=dict(h["config"]),
-            compiled=h["error_category"] not in ("compile", "rejected"),
-            correct=h["feasible"] or None,
+            compiled=h.get("compiled", h["error_category"] not in ("compile", "rejected")),
+            correct=True if h["feasible"] else h.get("correct"),
             error_category=h["error_category"],
+            error=h.get("error"),
             latency_ms=h["latency_ms"],
+            latency_min_ms=h.get("latency_min_ms"),
+            repetitions=h.get("repetitions"),
+            metrics={
+                k: float(v)
+                for k, v in (h.get("metrics") or {}).items()
+                if isinstance(v, int | float) and not isinstance(v, bool)
+            },
         )
-        for h in state.get("history") or []
+        for h in history
     ]
     return TrajectoryRecord(
-        source_format="tunemem-agent",
+        source_format="native",
         source=f"agent-run:{state['run_id']}",
         task=TaskSpec(
-            op=task["op"], kernel=task.get("kernel"), signature=task.get("signature") or {}
+            op=task["op"],
+            kernel=task.get("kernel"),
+            signature=task.get("signature") or {},
+            dtype=dtype,
         ),
-        context=ContextSpec(chip=task["chip"], backend=task["backend"]),
+        context=context or ContextSpec(chip=task["chip"], backend=task["backend"]),
         attempts=attempts,
+        evidence={
+            **(evidence or {}),
+            "agent_run": state["run_id"],
+            "origins": [h.get("origin", "") for h in history],
+            "lessons_used": [list(h.get("used") or []) for h in history],
+            "stop_reason": state.get("stop_reason"),
+        },
     )
 
 
@@ -280,7 +345,8 @@ def distill(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]
         return {}
     if not any(h["feasible"] for h in state.get("history") or []):
         return {"write_back": {"skipped": "no feasible attempt"}}
-    summary = ctx.client.upload_trajectories([trajectory_of(state).to_dict()])
+    record = trajectory_of(state, ctx.runner.evidence(), ctx.trajectory_context, ctx.dtype)
+    summary = ctx.client.upload_trajectories([record.to_dict()])
     return {"write_back": summary}
 
 

@@ -20,7 +20,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent_client.client import MemoryClient
 from agent_client.context import DEFAULT_PLATEAU, AgentContext
-from agent_client.graph import build_graph
+from agent_client.graph import build_graph, trajectory_of
 from agent_client.proposers import create_proposer
 from agent_client.proposers.base import Proposer, TaskDescription
 from kernels.runners.base import Runner
@@ -37,6 +37,8 @@ class AgentRunResult:
     best_latency_ms: float | None = None
     best_config: dict[str, Any] | None = None
     stop_reason: str | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+    trajectory: dict[str, Any] | None = None  # the run as a native trajectory record
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -82,10 +84,10 @@ def runner_for(task: str | Path, chip: str | None) -> Runner:
 
 def describe(runner: Runner, chip: str | None = None) -> TaskDescription:
     """The public task description of a runner (its task and context, no measurements)."""
-    task = getattr(runner, "task", None)
-    context = getattr(runner, "context", None)
-    if task is None or context is None:
-        raise ValueError("the runner does not describe its task and context")
+    try:
+        task, context = runner.description()
+    except NotImplementedError as exc:
+        raise ValueError("the runner does not describe its task and context") from exc
     return TaskDescription(
         op=task.op,
         chip=chip and _normalise_chip(chip) or context.chip,
@@ -125,14 +127,29 @@ def format_attempt(entry: dict[str, Any], text_width: int = 100) -> str:
     Values are the lesson's estimate for this context; the scope named is the one carrying the
     most weight, so a value can fall after a +1 reward when a first outcome moves the weight
     from a well-observed broad scope to the chip's own (its Q starts at Q0)."""
-    if entry["feasible"]:
-        outcome = f"{_number(entry['latency_ms'])} ms (best {_number(entry['best_ms'])} ms)"
+    if entry["feasible"] and entry["latency_ms"] is None:
+        outcome = "feasible (compiled and correct; no latency measured on this runner)"
+    elif entry["feasible"]:
+        metrics = entry.get("metrics") or {}
+        spread = ""
+        if "latency_median_ms" in metrics:
+            spread = (
+                f", median {_number(metrics['latency_median_ms'])}"
+                f" p10 {_number(metrics.get('latency_p10_ms'))}"
+                f" p90 {_number(metrics.get('latency_p90_ms'))}"
+                f" over {entry.get('repetitions')} runs"
+            )
+        outcome = (
+            f"{_number(entry['latency_ms'])} ms{spread} (best {_number(entry['best_ms'])} ms)"
+        )
     else:
         outcome = f"infeasible ({entry['error_category']})"
     # No square brackets: rich-based printers would read them as markup.
     lines = [f"#{entry['index']:>3} ({entry['stage']}) {outcome} via {entry['origin']}"]
     config = " ".join(f"{name}={value}" for name, value in entry["config"].items())
     lines.append(f"      config {config}")
+    if not entry["feasible"] and entry.get("error"):
+        lines.append(f"      error {_clip(str(entry['error']), text_width)}")
     for lesson in entry["lessons"]:
         after = lesson.get("value_after") or {}
         if not isinstance(after, dict):
@@ -163,13 +180,18 @@ def run_graph(
     widen_k: int = 10,
     options: dict[str, Any] | None = None,
     hidden_chips: tuple[str, ...] = (),
+    hidden_signatures: tuple[str, ...] = (),
     plateau: int | None = None,
     write_back: bool = False,
     checkpoint: Path | None = None,
     on_attempt: Callable[[dict[str, Any]], None] | None = None,
     chip: str | None = None,
+    full_description: bool = False,
 ) -> AgentRunResult:
     """Run (or resume, with a checkpoint and the same run id) the agent on a built runner.
+
+    `full_description`: send the task's kernel, dtype, model and scenario with each retrieval
+    (the live runs do; replay runs keep to op and signature).
 
     `hidden_chips`: lessons recorded only on these chips are not shown to the proposer (and so
     never credited); a benchmark's source runs hide their own chip so that what they teach the
@@ -177,6 +199,7 @@ def run_graph(
     """
     run_id = run_id or uuid.uuid4().hex
     task = describe(runner, chip)
+    task_spec, full_context = runner.description()
     context = AgentContext(
         runner=runner,
         proposer=proposer,
@@ -185,6 +208,17 @@ def run_graph(
         widen_k=widen_k,
         options=options,
         hidden_chips=tuple(hidden_chips),
+        hidden_signatures=tuple(hidden_signatures),
+        trajectory_context=full_context if chip is None else None,
+        dtype=task_spec.dtype,
+        task_details={
+            "kernel": task_spec.kernel,
+            "dtype": task_spec.dtype,
+            "model": full_context.model,
+            "scenario": full_context.scenario,
+        }
+        if full_description
+        else None,
         plateau=plateau,
         write_back=write_back,
         on_attempt=on_attempt,
@@ -220,6 +254,10 @@ def run_graph(
         best_latency_ms=state.get("best_latency_ms"),
         best_config=state.get("best_config"),
         stop_reason=state.get("stop_reason"),
+        evidence=runner.evidence(),
+        trajectory=trajectory_of(
+            state, runner.evidence(), context.trajectory_context, context.dtype
+        ).to_dict(),
     )
 
 

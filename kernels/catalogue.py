@@ -15,6 +15,7 @@ TASK_MODULES: dict[str, str] = {
     "rmsnorm": "kernels.tasks.rmsnorm",
     "gemm": "kernels.tasks.gemm",
     "attention": "kernels.tasks.attention",
+    "decode_attention": "kernels.tasks.decode_attention",
 }
 
 

@@ -5,7 +5,10 @@ independent random inputs. "Did the work" has two checks: the kernel runs under 
 makes the reference and the PyTorch operators that would do the task's computation raise
 (a kernel that hands the work back to PyTorch is rejected), and outputs on the two inputs must
 differ (a kernel that returns a constant is rejected). Timing uses `triton.testing.do_bench`
-(warm-up, repetitions, L2 flushed between runs) and keeps the latency distribution.
+(warm-up, repetitions, L2 flushed between runs) and keeps the latency distribution. What each
+evaluation cost is kept too, as wall seconds: `cost_first_launch_s` (the first guarded call:
+compilation unless Triton had the kernel cached, and one run), `cost_check_s` (the rest of the
+checks) and `cost_timing_s` (do_bench).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import math
 import statistics
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -270,12 +274,15 @@ def evaluate(
     outputs = []
     metrics: dict[str, float] = {}
     tol = task.tolerance(problem.dtype)
+    started = time.perf_counter()
     for inputs, expected in zip(problem.inputs, problem.expected, strict=True):
         try:
             with reference_guard(task), torch.no_grad():
                 out = run(config, *inputs)
             if problem.device.startswith("cuda"):
                 torch.cuda.synchronize()
+            if not outputs:  # the first call compiles (unless cached) and runs once
+                metrics["cost_first_launch_s"] = time.perf_counter() - started
         except WorkDelegatedError as exc:
             return EvalResult(
                 compiled=True, correct=None, error_category="rejected", error=str(exc)
@@ -302,6 +309,8 @@ def evaluate(
             error="same output for two different inputs (constant kernel)",
             metrics=metrics,
         )
+    checked = time.perf_counter()
+    metrics["cost_check_s"] = checked - started - metrics.get("cost_first_launch_s", 0.0)
     if timing is None:
         return EvalResult(compiled=True, correct=True, metrics=metrics)
     inputs = problem.inputs[0]
@@ -309,6 +318,7 @@ def evaluate(
         stats = time_call(lambda: run(config, *inputs), warmup_ms=timing[0], rep_ms=timing[1])
     except Exception as exc:
         return _failed(exc)
+    metrics["cost_timing_s"] = time.perf_counter() - checked
     metrics.update(stats.as_metrics())
     element_size = torch.empty((), dtype=problem.dtype).element_size()
     if stats.median > 0 and math.isfinite(stats.median):

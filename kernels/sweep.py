@@ -10,55 +10,19 @@ from __future__ import annotations
 import json
 import platform as host_platform
 import random
-import sys
 import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ingest.records import ContextSpec, TaskSpec, TrajectoryRecord, stable_hash
+from ingest.records import ContextSpec, TaskSpec, TrajectoryRecord
+from kernels.evidence import chip_identity, template_hash, toolchain_versions
 from kernels.harness import HARNESS_VERSION
 from kernels.runners.base import EvalResult, Runner
 from kernels.tasks.base import KernelTask, ShapeCase
 
 SOURCE_PREFIX = "tunemem-kernels-sweep"
-
-
-def chip_identity(device_name: str) -> tuple[str, str]:
-    """(normalised chip id, backend) of a device name, through `platforms.resolve`."""
-    try:
-        from platforms import resolve
-
-        chip = resolve(device_name)
-        return chip.id, chip.backend
-    except (ImportError, LookupError, ValueError):
-        slug = "-".join(device_name.lower().replace("nvidia", "").split())
-        return slug or "unknown", "cuda"
-
-
-def template_hash(task: KernelTask) -> str:
-    """Hash of the task module's source: which revision of the Triton template was measured."""
-    module = sys.modules.get(task.launch.__module__)
-    source = getattr(module, "__file__", None) if module is not None else None
-    if not source:
-        return "unknown"
-    return stable_hash(Path(source).read_text(), 16)
-
-
-def toolchain_versions() -> dict[str, str]:
-    """Versions of what compiled and ran the kernels."""
-    import torch
-    import triton
-
-    versions = {
-        "torch": torch.__version__,
-        "triton": triton.__version__,
-        "python": host_platform.python_version(),
-    }
-    if torch.version.cuda:
-        versions["cuda"] = str(torch.version.cuda)
-    return versions
 
 
 def candidate_configs(

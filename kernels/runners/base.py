@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingest.records import AttemptRecord
+from ingest.records import AttemptRecord, ContextSpec, TaskSpec
 
 
 @dataclass(frozen=True)
@@ -73,3 +73,23 @@ class Runner(ABC):
             The evaluation; an invalid or failing configuration is an infeasible result, not
             an exception.
         """
+
+    def description(self) -> tuple[TaskSpec, ContextSpec]:
+        """The public description of what this runner tunes and where (no measurements).
+
+        Returns:
+            The task (op, kernel, signature, dtype) and the context (chip, backend, toolchain).
+        """
+        task = getattr(self, "task", None)
+        context = getattr(self, "context", None)
+        if not isinstance(task, TaskSpec) or not isinstance(context, ContextSpec):
+            raise NotImplementedError(f"{type(self).__name__} does not describe its task")
+        return task, context
+
+    def evidence(self) -> dict[str, Any]:
+        """How this runner measures (stored with every attempt it evaluates).
+
+        Returns:
+            Facts such as the runner kind, toolchain versions, template hash and device name.
+        """
+        return {"runner": self.name}

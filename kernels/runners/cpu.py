@@ -3,7 +3,9 @@
 It reports compiled/correct and the anti-hacking verdict but no latency: interpreted timings
 say nothing about a GPU. Importing this module switches Triton to its interpreter
 (`TRITON_INTERPRET=1`); a task module imported before that keeps its compiled kernel, so the
-runner then refuses to start. The default dtype is float32 (see `CpuRunner.default_dtype`).
+runner then refuses to start. The default dtype is float32 (see `CpuRunner.default_dtype`)
+and the default space the whole declared one (the pruned tuning grid is sized for GPU shapes,
+not the tiny ones used here).
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ import sys
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
+from typing import Any  # noqa: E402
+
 from kernels.catalogue import TASK_MODULES  # noqa: E402
+from kernels.evidence import host_chip  # noqa: E402
 from kernels.runners.live import LiveRunner  # noqa: E402
 from kernels.tasks.base import KernelTask, ShapeCase  # noqa: E402
 
@@ -48,6 +53,7 @@ class CpuRunner(LiveRunner):
         shape: str | dict[str, int] | ShapeCase | None = None,
         dtype: str | None = None,
         seed: int = 0,
+        space: str = "full",
     ) -> None:
         if not interpreter_active():
             raise RuntimeError("cpu runner needs TRITON_INTERPRET=1 before Triton kernels load")
@@ -57,7 +63,21 @@ class CpuRunner(LiveRunner):
                 f"{', '.join(stale)} imported before TRITON_INTERPRET=1 was set; import "
                 "kernels.runners.cpu first, or set TRITON_INTERPRET=1 in the environment"
             )
-        super().__init__(task, shape, dtype, seed)
+        super().__init__(task, shape, dtype, seed, space)
+
+    def device_name(self) -> str:
+        return "cpu (Triton interpreter)"
+
+    def chip(self) -> tuple[str, str, str]:
+        chip, backend, raw = host_chip()
+        return chip, backend, f"{raw} (Triton interpreter)"
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            **super().evidence(),
+            "interpreter": True,
+            "latency": "none: the Triton interpreter decides feasibility only",
+        }
 
     def default_shape(self) -> ShapeCase:
         return self.task.small_shapes[0]

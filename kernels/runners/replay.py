@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.readers.kerneltuner import entry_params
-from ingest.records import ContextSpec, TaskSpec
+from ingest.records import ERROR_CATEGORIES, ContextSpec, TaskSpec, TrajectoryRecord
 from kernels.runners.base import EvalResult, Runner
 
 # How Kernel Tuner marks a configuration that could not be measured, mapped to our categories.
@@ -112,6 +112,38 @@ class Recording:
         )
         self.context = ContextSpec(chip=chip, backend=backend, chip_raw=raw)
 
+    @classmethod
+    def from_trajectory(cls, record: TrajectoryRecord) -> Recording:
+        """A recording of a native trajectory (e.g. the H200 sweep of one shape).
+
+        Its space is the values each parameter took; an attempt measured twice keeps the
+        later measurement.
+        """
+        recording = cls.__new__(cls)
+        recording.path = Path(record.source)
+        recording.param_names = list(record.attempts[0].params) if record.attempts else []
+        recording.space = {name: [] for name in recording.param_names}
+        recording.measurements = {}
+        for attempt in record.attempts:
+            key = tuple(attempt.params.get(name) for name in recording.param_names)
+            for name, value in zip(recording.param_names, key, strict=True):
+                if value not in recording.space[name]:
+                    recording.space[name].append(value)
+            failure = None if attempt.feasible else (attempt.error_category or "other")
+            recording.measurements[key] = RecordedMeasurement(
+                latency_ms=attempt.latency_ms if failure is None else None,
+                latency_min_ms=attempt.latency_min_ms,
+                repetitions=attempt.repetitions,
+                failure=failure,
+                metrics=dict(attempt.metrics),
+            )
+        for values in recording.space.values():
+            if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+                values.sort()
+        recording.task = record.task
+        recording.context = record.context
+        return recording
+
     def key(self, config: Mapping[str, Any]) -> tuple[Any, ...]:
         return tuple(config.get(name) for name in self.param_names)
 
@@ -196,7 +228,9 @@ class ReplayRunner(Runner):
                 False, None, "rejected", "configuration excluded by the search space restrictions"
             )
         if found.failure is not None:
-            category = _FAILURE_CATEGORIES.get(found.failure, "other")
+            category = _FAILURE_CATEGORIES.get(found.failure, found.failure)
+            if category not in ERROR_CATEGORIES:
+                category = "other"
             return EvalResult(
                 compiled=category not in ("compile", "rejected"),
                 correct=None if category in ("compile", "rejected") else False,

@@ -38,8 +38,25 @@ def test_unknown_task_names_the_catalogue():
 def test_cpu_runner_is_a_runner_with_the_declared_space():
     runner = create_runner("cpu", task="gemm")
     assert isinstance(runner, Runner) and runner.name == "cpu"
-    assert runner.parameter_space() == get_task("gemm").parameter_space
     assert runner.shape.name == get_task("gemm").small_shapes[0].name
+    declared, space = get_task("gemm").parameter_space, runner.parameter_space()
+    assert list(space) == list(declared)
+    assert all(space[name] == [v for v in declared[name] if v in space[name]] for name in space)
+
+
+def test_live_space_drops_only_values_no_valid_config_uses():
+    task = get_task("softmax")
+    runner = create_runner("cpu", task="softmax", shape={"rows": 4, "cols": 300})
+    space = runner.parameter_space()
+    valid = [c for c in task.configs() if task.valid(c, runner.shape.dims)]
+    for name, values in task.parameter_space.items():
+        used = {c[name] for c in valid}
+        assert set(space[name]) == used, name
+    assert max(space["BLOCK_N"]) < max(task.parameter_space["BLOCK_N"])  # 512 >= 300 rows
+    tuning = create_runner("cpu", task="softmax", shape="tiny-4x300", space="tuning")
+    assert set(tuning.parameter_space()["BLOCK_N"]) <= set(task.tuning_space["BLOCK_N"])
+    with pytest.raises(ValueError, match="tuning, full"):
+        create_runner("cpu", task="softmax", space="everything")
 
 
 def test_cpu_runner_accepts_explicit_dims_and_reports_missing_params():

@@ -69,6 +69,10 @@ SMALL_CONFIGS = {
             "ORDER": "ascending",
         },
     ],
+    "decode_attention": [  # one chunk per KV block, and several blocks per chunk (2 splits)
+        {"BLOCK_N": 32, "SPLITS": 2, "num_warps": 2, "num_stages": 2},
+        {"BLOCK_N": 16, "SPLITS": 1, "num_warps": 4, "num_stages": 1},
+    ],
 }
 
 CASES = [
