@@ -139,9 +139,7 @@ def format_attempt(entry: dict[str, Any], text_width: int = 100) -> str:
                 f" p90 {_number(metrics.get('latency_p90_ms'))}"
                 f" over {entry.get('repetitions')} runs"
             )
-        outcome = (
-            f"{_number(entry['latency_ms'])} ms{spread} (best {_number(entry['best_ms'])} ms)"
-        )
+        outcome = f"{_number(entry['latency_ms'])} ms{spread} (best {_number(entry['best_ms'])} ms)"
     else:
         outcome = f"infeasible ({entry['error_category']})"
     # No square brackets: rich-based printers would read them as markup.

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.live_memory import SERVICE_SETTINGS, WIDEN_K, MemoryPool, MemorySpec
+from bench.live_memory import SERVICE_SETTINGS, WIDEN_K, MemoryPool, MemorySpec, load_sweeps
 from bench.live_report import merge, render_markdown, score_report
 from ingest.records import TrajectoryRecord
 
@@ -42,27 +42,6 @@ COST_RULE = (
     "charged per configuration: the longest first launch (compile + one run) of that "
     "configuration in the run, whichever arm paid it"
 )
-
-
-def load_sweeps(folder: Path, task: str) -> dict[str, TrajectoryRecord]:
-    """The recorded sweep of each shape of a task, by shape name (empty when none).
-
-    `<task>.jsonl` holds the harness's own sweeps; a task without one (decode attention) may
-    have the live sweeps of an earlier run of this benchmark in `live-<task>.jsonl`.
-    """
-    from kernels.sweep import read_trajectories
-
-    path = folder / f"{task}.jsonl"
-    if path.exists():
-        return {r.evidence.get("shape_name", r.source): r for r in read_trajectories(path)}
-    live = folder / f"live-{task}.jsonl"
-    if not live.exists():
-        return {}
-    return {
-        r.evidence.get("shape_name", r.source): r
-        for r in read_trajectories(live)
-        if r.evidence.get("role") == "sweep" and r.evidence.get("live_reference")
-    }
 
 
 def _attempts(result: Any) -> list[dict[str, Any]]:
@@ -147,7 +126,8 @@ class LiveBench:
             for r in sweeps.values()
             if r.task.op == task.op
         ]
-        specs, plan = [], {}
+        specs: list[MemorySpec] = []
+        plan: dict[str, list[tuple[str, str, str]]] = {}
         for case in task.shapes[: self.args.shapes or None]:
             if case.name not in own:
                 continue
@@ -305,8 +285,8 @@ class LiveBench:
     def machine(self) -> dict[str, Any]:
         import torch
 
+        from bench import machine
         from kernels.evidence import toolchain_versions
-        from memory_service.bench import machine
 
         return {
             "gpu": self.device_name,

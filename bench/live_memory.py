@@ -17,6 +17,7 @@ import multiprocessing as mp
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 from ingest.records import TrajectoryRecord
@@ -30,6 +31,27 @@ SERVICE_SETTINGS: dict[str, Any] = {
 }
 WIDEN_K = 30
 PREP_TIMEOUT_S = 600.0
+
+
+def load_sweeps(folder: Path, task: str) -> dict[str, TrajectoryRecord]:
+    """The recorded sweep of each shape of a task, by shape name (empty when none).
+
+    `<task>.jsonl` holds the harness's own sweeps; a task without one (decode attention) may
+    have the live sweeps of an earlier run of this benchmark in `live-<task>.jsonl`.
+    """
+    from kernels.sweep import read_trajectories
+
+    path = folder / f"{task}.jsonl"
+    if path.exists():
+        return {r.evidence.get("shape_name", r.source): r for r in read_trajectories(path)}
+    live = folder / f"live-{task}.jsonl"
+    if not live.exists():
+        return {}
+    return {
+        r.evidence.get("shape_name", r.source): r
+        for r in read_trajectories(live)
+        if r.evidence.get("role") == "sweep" and r.evidence.get("live_reference")
+    }
 
 
 @dataclass(frozen=True)
@@ -75,7 +97,7 @@ def replay_sources(spec: MemorySpec, url: str) -> int:
 
 def _serve(spec: MemorySpec, conn: Connection) -> None:
     """Worker: build the memory, hand its URL to the parent, serve until told to stop."""
-    from memory_service.bench.learning import LiveService
+    from bench.learning import LiveService
 
     started = time.monotonic()
     live = None

@@ -271,7 +271,7 @@ def evaluate(
             error=f"invalid for shape: {violation.reason}",
         )
     run = launch or task.launch
-    outputs = []
+    outputs: list[torch.Tensor] = []
     metrics: dict[str, float] = {}
     tol = task.tolerance(problem.dtype)
     started = time.perf_counter()
