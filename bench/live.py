@@ -301,7 +301,7 @@ class LiveBench:
             "partial": partial,
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "run_id": self.run_id,
-            "command": " ".join(["python -m bench.live", *sys.argv[1:]]),
+            "command": self.args.command,
             "machine": self.machine(),
             "service": (
                 f"fresh embedded store per memory, index {SERVICE_SETTINGS['index']}, embedder "
@@ -358,6 +358,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    args.command = (
+        " ".join(["python -m bench.live", *sys.argv[1:]])
+        if argv is None
+        else " ".join(["tunemem bench live", *argv])
+    )
     if args.merge:
         report = merge([json.loads(path.read_text()) for path in args.merge])
         args.out.mkdir(parents=True, exist_ok=True)

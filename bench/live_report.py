@@ -235,7 +235,11 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         f"Machine: {m.get('gpu')} ({m.get('sms')} SMs), torch {m.get('torch')}, triton "
         f"{m.get('triton')}, CUDA {m.get('cuda')}; {m.get('cpu')}, {m.get('cores')} cores.  ",
-        f"Date: {report['date']}. Command: `{report['command']}`.  ",
+        *(
+            [f"Run {r['run_id']}, {r['date']}: `{r['command']}`.  " for r in report["runs"]]
+            if report.get("runs")
+            else [f"Date: {report['date']}. Command: `{report['command']}`.  "]
+        ),
         f"Memory: {report['service']}.  ",
         f"Budget {report['budget']} live attempts per run; latency: median of do_bench runs "
         f"(warm-up {report['settings']['warmup_ms']} ms, repetitions "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -13,11 +13,32 @@ from memory_service.cli.common import console, fail
 agent_app = typer.Typer(help="Run the LangGraph tuning agent.", no_args_is_help=True)
 
 
+RUNNERS = ("replay", "cuda", "cpu")
+
+
 @agent_app.command("run")
 def agent_run(
-    task: Annotated[Path, typer.Option(help="a Kernel Tuner cache file, or a folder of them")],
+    runner: Annotated[
+        str, typer.Option(help="replay (a recorded cache), cuda (live on the GPU) or cpu")
+    ] = "replay",
+    task: Annotated[
+        Path | None,
+        typer.Option(help="replay: a Kernel Tuner cache file, or a folder of them"),
+    ] = None,
     chip: Annotated[
-        str | None, typer.Option(help="chip to tune on (picks the file in a folder)")
+        str | None, typer.Option(help="replay: chip to tune on (picks the file in a folder)")
+    ] = None,
+    kernel: Annotated[
+        str | None,
+        typer.Option(help="cuda/cpu: softmax, rmsnorm, gemm, attention or decode_attention"),
+    ] = None,
+    shape: Annotated[str | None, typer.Option(help="cuda/cpu: a declared shape name")] = None,
+    dims: Annotated[
+        str | None, typer.Option(help="cuda/cpu: explicit dimensions, e.g. rows=4096,cols=8192")
+    ] = None,
+    dtype: Annotated[str | None, typer.Option(help="cuda/cpu: bfloat16, float16, float32")] = None,
+    space: Annotated[
+        str | None, typer.Option(help="cuda/cpu: tuning (the pruned grid) or full")
     ] = None,
     budget: Annotated[int, typer.Option(help="most attempts")] = 20,
     url: Annotated[
@@ -35,6 +56,9 @@ def agent_run(
     checkpoint: Annotated[
         Path | None, typer.Option(help="SQLite checkpoint file for resuming")
     ] = None,
+    trajectory: Annotated[
+        Path | None, typer.Option(help="also write the run as a native trajectory (JSONL)")
+    ] = None,
     llm_url: Annotated[
         str | None, typer.Option(help="OpenAI-compatible endpoint for --proposer llm")
     ] = None,
@@ -43,37 +67,107 @@ def agent_run(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Tune a recorded task; prints each attempt, the lessons it used and their values."""
-    from agent_client.run import format_attempt, run_agent
+    """Tune a recorded task (--runner replay --task) or a kernel live (--runner cuda|cpu
+    --kernel --shape|--dims); prints each attempt, the lessons it used and their values."""
+    from agent_client.run import format_attempt
     from memory_service.cli.common import settings_for
 
+    if runner not in RUNNERS:
+        fail(f"unknown runner {runner!r}; valid: {', '.join(RUNNERS)}")
     settings = settings_for()
-    if not task.exists():
-        fail(f"no such task file or folder: {task}")
+    show = None if as_json else (lambda entry: console.print(format_attempt(entry)))
+    common = {
+        "proposer": proposer,
+        "k": k,
+        "seed": seed,
+        "plateau": plateau,
+        "run_id": run_id,
+        "checkpoint": checkpoint,
+        "api_key": settings.api_key,
+        "on_attempt": show,
+    }
+    llm = {
+        "url": llm_url or settings.llm_url,
+        "model": llm_model or settings.llm_model,
+        "api_key": settings.llm_api_key,
+    }
     try:
-        result = run_agent(
-            url,
-            task,
-            chip,
-            budget,
-            proposer=proposer,
-            k=k,
-            seed=seed,
-            plateau=plateau,
-            run_id=run_id,
-            checkpoint=checkpoint,
-            api_key=settings.api_key,
-            llm_url=llm_url or settings.llm_url,
-            llm_model=llm_model or settings.llm_model,
-            llm_api_key=settings.llm_api_key,
-            on_attempt=None if as_json else (lambda entry: console.print(format_attempt(entry))),
-        )
+        if runner == "replay":
+            if task is None or kernel or shape or dims:
+                fail("--runner replay takes --task CACHE (and --chip), not --kernel/--shape/--dims")
+            if not task.exists():
+                fail(f"no such task file or folder: {task}")
+            from agent_client.run import run_agent
+
+            result = run_agent(
+                url,
+                task,
+                chip,
+                budget,
+                llm_url=llm["url"],
+                llm_model=llm["model"],
+                llm_api_key=llm["api_key"],
+                **common,  # type: ignore[arg-type]
+            )
+        else:
+            result = _run_live(
+                runner, task, kernel, shape, dims, dtype, space, url, budget, llm, **common
+            )
+    except typer.Exit:
+        raise
     except ValueError as exc:
         fail(str(exc))
+    except RuntimeError as exc:  # no GPU, or the interpreter switched on too late
+        fail(str(exc), code=1)
+    if trajectory is not None and result.trajectory:
+        from ingest.records import TrajectoryRecord
+        from kernels.sweep import write_trajectories
+
+        write_trajectories([TrajectoryRecord.from_dict(result.trajectory)], trajectory)
     if as_json:
         console.print_json(json.dumps(result.to_dict(), default=str))
     else:
+        from agent_client.live import summary_line
+
+        console.print(summary_line(result))
+
+
+def _run_live(
+    runner: str,
+    task: Path | None,
+    kernel: str | None,
+    shape: str | None,
+    dims: str | None,
+    dtype: str | None,
+    space: str | None,
+    url: str | None,
+    budget: int,
+    llm: dict[str, Any],
+    **common: Any,
+) -> Any:
+    """Build the live runner the options name and run the agent on it."""
+    if task is not None:
+        fail(f"--task is for --runner replay; --runner {runner} takes --kernel and --shape/--dims")
+    if runner == "cpu":
+        import kernels.runners.cpu  # noqa: F401  (switches Triton to its interpreter first)
+    from agent_client.live import live_runner, parse_dims, run_live
+    from kernels.catalogue import task_names
+
+    if kernel is None:
+        fail(f"--runner {runner} needs --kernel, one of: {', '.join(task_names())}")
+    if shape is not None and dims is not None:
+        fail("give --shape or --dims, not both")
+    built = live_runner(
+        runner,
+        kernel,
+        shape=shape,
+        dims=parse_dims(dims) if dims is not None else None,
+        dtype=dtype,
+        space=space,
+    )
+    if runner == "cpu":
         console.print(
-            f"best {result.best_latency_ms} ms with {result.best_config} "
-            f"after {len(result.attempts)} attempts ({result.stop_reason})"
+            "cpu runner: kernels run in Triton's interpreter; attempts are judged on "
+            "feasibility only (compiled, correct, did the work) and no latency is reported"
         )
+    return run_live(url, built, budget, llm=llm, **common)

@@ -12,7 +12,7 @@ import typer
 from memory_service.cli.common import err
 
 bench_app = typer.Typer(
-    help="Benchmarks: ingest, service, learning, kernels.", no_args_is_help=True
+    help="Benchmarks: ingest, service, learning, kernels, live.", no_args_is_help=True
 )
 
 DEFAULT_SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -82,3 +82,53 @@ def bench_kernels(
     from kernels.bench import run_kernel_bench
 
     run_kernel_bench(out, quick=quick)
+
+
+@bench_app.command("live")
+def bench_live(
+    tasks: Annotated[
+        str, typer.Option(help="kernels, comma-separated")
+    ] = "softmax,rmsnorm,gemm,decode_attention,attention",
+    budget: Annotated[int, typer.Option(help="live attempts per run")] = 10,
+    arms: Annotated[str, typer.Option(help="random, similarity, value_backoff")] = (
+        "random,similarity,value_backoff"
+    ),
+    settings: Annotated[str, typer.Option(help="same_task, all_tasks")] = "same_task,all_tasks",
+    shapes: Annotated[int, typer.Option(help="held-out shapes per task (0: all)")] = 0,
+    sweeps: Annotated[Path, typer.Option(help="recorded sweeps")] = Path("bench/results/h200"),
+    trajectories: Annotated[Path, typer.Option(help="where live-<task>.jsonl go")] = Path(
+        "bench/results/h200"
+    ),
+    out: Annotated[Path, typer.Option(help="where live.json and live.md go")] = Path(
+        "bench/results"
+    ),
+    budget_s: Annotated[float, typer.Option(help="wall-clock budget, seconds")] = 540.0,
+    workers: Annotated[int, typer.Option(help="memories prepared at once")] = 6,
+    warmup_ms: Annotated[float, typer.Option()] = 5.0,
+    rep_ms: Annotated[float, typer.Option()] = 30.0,
+    resweep: Annotated[
+        bool, typer.Option("--resweep/--no-resweep", help="re-run each held-out shape's sweep")
+    ] = True,
+    merge: Annotated[
+        list[Path] | None, typer.Option(help="merge these live.json files into --out instead")
+    ] = None,
+) -> None:
+    """The agent tunes held-out kernel shapes live on the GPU with memory of the other shapes
+    (needs an NVIDIA GPU; not part of CI); writes live.json, live.md and trajectories."""
+    from bench.live import main as live_main
+
+    argv = [
+        *("--tasks", tasks, "--budget", str(budget), "--arms", arms, "--settings", settings),
+        *("--shapes", str(shapes), "--sweeps", str(sweeps), "--trajectories", str(trajectories)),
+        *("--out", str(out), "--budget-s", str(budget_s), "--workers", str(workers)),
+        *("--warmup-ms", str(warmup_ms), "--rep-ms", str(rep_ms)),
+        *([] if resweep else ["--no-resweep"]),
+        *(["--merge", *map(str, merge)] if merge else []),
+    ]
+    try:
+        code = live_main(argv)
+    except RuntimeError as exc:  # no GPU visible
+        err.print(f"error: {exc}")
+        raise typer.Exit(1) from exc
+    if code:
+        raise typer.Exit(code)

@@ -31,7 +31,7 @@ def test_long_trajectories_are_detected_as_native(tmp_path):
 
 @pytest.mark.skipif(not (RESULTS / "h200").is_dir(), reason="no committed H200 results")
 def test_committed_h200_trajectories_read_cleanly():
-    files = sorted((RESULTS / "h200").glob("*.jsonl"))
+    files = sorted(p for p in (RESULTS / "h200").glob("*.jsonl") if not p.stem.startswith("live-"))
     assert {f.stem for f in files} == {"softmax", "rmsnorm", "gemm", "attention"}
     for path in files:
         assert path.stat().st_size < 2 * 1024 * 1024
@@ -48,8 +48,54 @@ def test_committed_report_rows_match_their_trajectories():
     report = json.loads((RESULTS / "kernels.json").read_text())
     best = {}
     for path in sorted((RESULTS / "h200").glob("*.jsonl")):
+        if path.stem.startswith("live-"):
+            continue
         for record in native.read(path):
             medians = [a.metrics["latency_median_ms"] for a in record.attempts if a.feasible]
             best[(path.stem, record.evidence["shape_name"])] = min(medians)
     for row in report["rows"]:
         assert row["triton"]["median_ms"] == pytest.approx(best[(row["task"], row["shape"])])
+
+
+LIVE = sorted((RESULTS / "h200").glob("live-*.jsonl")) if (RESULTS / "h200").is_dir() else []
+
+
+@pytest.mark.skipif(not LIVE, reason="no committed live benchmark trajectories")
+def test_live_benchmark_trajectories_ingest_cleanly(tmp_path):
+    from memory_service.core.settings import Settings
+    from memory_service.service import MemoryService
+
+    assert {p.stem for p in LIVE} == {
+        "live-softmax",
+        "live-rmsnorm",
+        "live-gemm",
+        "live-attention",
+        "live-decode_attention",
+    }
+    records = []
+    for path in LIVE:
+        assert path.stat().st_size < 2 * 1024 * 1024
+        found = list(native.read(path))
+        assert found and not any(isinstance(r, RejectedRecord) for r in found)
+        for record in found:
+            assert record.context.chip == "h200" and not record.synthetic
+            assert record.evidence["benchmark"] == "live" and record.evidence["runner"] == "cuda"
+            assert record.evidence["template_hash"] and record.context.toolchain["triton"]
+            assert record.evidence["role"] in ("sweep", "agent")
+            for attempt in record.attempts:
+                assert "cost_s" in attempt.metrics  # what each live attempt cost, measured
+                if attempt.feasible:
+                    assert attempt.metrics["latency_p10_ms"] <= attempt.metrics["latency_p90_ms"]
+        records += found
+    agents = [r for r in records if r.evidence["role"] == "agent"]
+    assert {r.evidence["arm"] for r in agents} == {"random", "similarity", "value_backoff"}
+    decode = [r for r in agents if r.task.kernel == "decode_attention_kernel"]
+    assert len({r.evidence["held_out"] for r in decode}) == 6  # tuned live, every decode shape
+    service = MemoryService(Settings(data_dir=tmp_path, index="memory", embedder="hashing"))
+    try:
+        summary = service.ingest(records)
+        again = service.ingest(records)
+    finally:
+        service.close()
+    assert summary.rejected == 0 and summary.added == len(records)
+    assert again.added == 0  # idempotent: the same trajectories are not stored twice
