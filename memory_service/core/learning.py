@@ -57,20 +57,23 @@ class LearningLoop:
     @staticmethod
     def resolve_context(context: ContextIn) -> tuple[str | None, str | None, list[str]]:
         """(chip id, backend, scope chain) of a request's context."""
+        backend = context.backend.strip().lower() if context.backend is not None else None
+        if backend == "":
+            backend = None
+        if backend is not None and backend not in platforms.BACKENDS:
+            raise InvalidInput(
+                f"unknown backend {context.backend!r}; valid: {', '.join(platforms.BACKENDS)}",
+                code="unknown_backend",
+            )
         if context.chip:
             try:
-                chip = platforms.resolve(context.chip, backend=context.backend)
+                chip = platforms.resolve(context.chip, backend=backend)
             except platforms.UnknownChipError as exc:
                 raise InvalidInput(str(exc), code="unknown_chip") from exc
+            except ValueError as exc:  # the backend contradicts the chip
+                raise InvalidInput(str(exc), code="context_conflict") from exc
             return (chip.id if chip.known else None), chip.backend, platforms.scope_chain(chip)
-        if context.backend:
-            backend = context.backend.lower()
-            valid = list(platforms.BACKENDS)
-            if backend not in valid:
-                raise InvalidInput(
-                    f"unknown backend {context.backend!r}; valid: {', '.join(valid)}",
-                    code="unknown_backend",
-                )
+        if backend:
             return None, backend, [f"backend:{backend}", "global"]
         return None, None, ["global"]
 
@@ -244,6 +247,11 @@ class LearningLoop:
         With several API workers on one PostgreSQL store, two reports may race to create the
         same value row; the loser's transaction rolls back whole and is retried.
         """
+        if idempotency_key is not None and not idempotency_key.strip():
+            raise InvalidInput(
+                "Idempotency-Key must not be empty; leave the header out to report without one",
+                code="invalid_idempotency_key",
+            )
         for attempt in range(5):
             try:
                 return self._report_once(request, idempotency_key=idempotency_key, tenant=tenant)

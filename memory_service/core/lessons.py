@@ -192,14 +192,15 @@ class Lessons:
             conditions.append(
                 or_(
                     col(Lesson.backends) == ",",
-                    col(Lesson.backends).contains(f",{backend.lower()},"),
+                    col(Lesson.backends).contains(f",{backend.lower()},", autoescape=True),
                 )
             )
         if where.chip:
             chip_id = self._chip_id_for_filter(where.chip)
-            conditions.append(col(Lesson.chips).contains(f",{chip_id},"))
+            conditions.append(col(Lesson.chips).contains(f",{chip_id},", autoescape=True))
         if where.q:
-            conditions.append(func.lower(Lesson.text).contains(where.q.lower()))
+            # autoescape: "%" and "_" in the query are literal characters, not wildcards.
+            conditions.append(func.lower(Lesson.text).contains(where.q.lower(), autoescape=True))
         with self.store.session() as session:
             total = session.exec(select(func.count()).select_from(Lesson).where(*conditions)).one()
             rows = session.exec(

@@ -1,15 +1,46 @@
 """API models: the request and response shapes of DESIGN section 6 (fields may be added,
-never renamed). Table objects never leave the service; these do."""
+never renamed). Table objects never leave the service; these do.
+
+Inputs are bounded at the door, so nothing accepted can fail later: free JSON (`hint`,
+`applicability.signature`, `provenance`, `task.signature`) is plain strict JSON of at most
+`JSON_MAX_DEPTH` levels and `JSON_MAX_BYTES` bytes; numbers are finite (no NaN or Infinity)
+and not booleans; latencies lie within what a measurement can be.
+"""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from ingest.validate import MAX_LATENCY_MS, json_problem
 
 LessonKind = Literal["insight", "failure", "exemplar", "api"]
 Stage = Literal["draft", "refine"]
+
+JSON_MAX_DEPTH = 16
+JSON_MAX_BYTES = 64 * 1024
+
+
+def _bounded_json(value: dict[str, Any]) -> dict[str, Any]:
+    problem = json_problem(value, "value", JSON_MAX_DEPTH)
+    if problem is not None:
+        raise ValueError(
+            f"{problem}; free JSON must be plain and finite, at most {JSON_MAX_DEPTH} levels deep"
+        )
+    size = len(json.dumps(value, separators=(",", ":"), allow_nan=False))
+    if size > JSON_MAX_BYTES:
+        raise ValueError(f"{size:,} bytes of JSON; the limit is {JSON_MAX_BYTES:,}")
+    return value
+
+
+# A free JSON object, bounded in depth and size, strict (finite numbers only).
+FreeJSON = Annotated[dict[str, Any], AfterValidator(_bounded_json)]
+# A number a client sends: finite, and true/false are not numbers.
+Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+Latency = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=1e-9, le=MAX_LATENCY_MS)]
 
 
 class Applicability(BaseModel):
@@ -25,13 +56,13 @@ class Applicability(BaseModel):
     models: list[str] = Field(default_factory=list, max_length=64)
     scenarios: list[str] = Field(default_factory=list, max_length=16)
     dtypes: list[str] = Field(default_factory=list, max_length=16)
-    signature: dict[str, Any] = Field(default_factory=dict)
+    signature: FreeJSON = Field(default_factory=dict)
 
 
 class LessonBase(BaseModel):
     kind: LessonKind
     text: str = Field(min_length=1, max_length=20_000)
-    hint: dict[str, Any] | None = None
+    hint: FreeJSON | None = None
     code: str | None = Field(None, max_length=200_000)
     applicability: Applicability = Field(default_factory=Applicability)
 
@@ -39,7 +70,7 @@ class LessonBase(BaseModel):
 class LessonCreate(LessonBase):
     model_config = ConfigDict(extra="forbid")
 
-    provenance: dict[str, Any] = Field(default_factory=dict)
+    provenance: FreeJSON = Field(default_factory=dict)
 
 
 class LessonsCreate(BaseModel):
@@ -59,8 +90,16 @@ class LessonUpdate(BaseModel):
 
     kind: LessonKind | None = None
     text: str | None = Field(None, min_length=1, max_length=20_000)
-    hint: dict[str, Any] | None = None
+    hint: FreeJSON | None = None
     applicability: Applicability | None = None
+
+    @model_validator(mode="after")
+    def _no_null_required_fields(self) -> LessonUpdate:
+        # Leaving a field out keeps it; null would erase a field every lesson must have.
+        for name in ("kind", "text", "applicability"):
+            if name in self.model_fields_set and getattr(self, name) is None:
+                raise ValueError(f"{name} may be left out but not null")
+        return self
 
 
 class LessonPublic(LessonBase):
@@ -97,7 +136,8 @@ class LessonFilter(BaseModel):
     q: str | None = Field(None, description="text contains (case-insensitive)")
     status: Literal["active", "archived", "all"] = Field("active", description="lesson status")
     limit: int = Field(50, ge=1, le=500, description="page size")
-    offset: int = Field(0, ge=0, description="page start")
+    # Past 2^62 an offset is no row position and would overflow SQL's 64-bit integers.
+    offset: int = Field(0, ge=0, le=2**62, description="page start")
 
 
 class TaskIn(BaseModel):
@@ -105,7 +145,7 @@ class TaskIn(BaseModel):
 
     op: str | None = Field(None, max_length=128)
     kernel: str | None = Field(None, max_length=256)
-    signature: dict[str, Any] = Field(default_factory=dict)
+    signature: FreeJSON = Field(default_factory=dict)
     dtype: str | None = Field(None, max_length=32)
 
 
@@ -123,13 +163,16 @@ class RetrieveOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    lam: float | None = Field(None, ge=0.0, le=1.0)
+    lam: Number | None = Field(None, ge=0.0, le=1.0)
     backoff: bool | None = None
-    k_recall: int | None = Field(None, ge=1, le=1000)
-    exploration_c: float | None = Field(None, ge=0.0)
-    similarity_floor: float | None = Field(None, ge=-1.0, le=1.0)
-    kappa: float | None = Field(
-        None, ge=0.0, description="shrinkage strength down the scope chain (pseudo-observations)"
+    k_recall: int | None = Field(None, ge=1, le=1000, strict=True)
+    exploration_c: Number | None = Field(None, ge=0.0, le=10.0)
+    similarity_floor: Number | None = Field(None, ge=-1.0, le=1.0)
+    kappa: Number | None = Field(
+        None,
+        ge=0.0,
+        le=1000.0,
+        description="shrinkage strength down the scope chain (pseudo-observations)",
     )
 
 
@@ -140,7 +183,7 @@ class RetrieveRequest(BaseModel):
     task: TaskIn = Field(default_factory=TaskIn)
     context: ContextIn = Field(default_factory=ContextIn)
     stage: Stage
-    k: int | None = Field(None, ge=1, le=100)
+    k: int | None = Field(None, ge=1, le=100, strict=True)
     options: RetrieveOptions = Field(default_factory=RetrieveOptions)
 
 
@@ -199,8 +242,8 @@ class OutcomeIn(BaseModel):
 
     compiled: bool
     correct: bool | None = None
-    latency_ms: float | None = Field(None, gt=0.0)
-    best_before_ms: float | None = Field(None, gt=0.0)
+    latency_ms: Latency | None = None
+    best_before_ms: Latency | None = None
     error: str | None = Field(None, max_length=10_000)
 
 

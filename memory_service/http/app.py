@@ -20,7 +20,11 @@ from prometheus_client import (
 )
 
 from memory_service.http.deps import ServiceDep
-from memory_service.http.errors import BodyLimitMiddleware, install_error_handlers
+from memory_service.http.errors import (
+    ERROR_RESPONSES,
+    BodyLimitMiddleware,
+    install_error_handlers,
+)
 from memory_service.http.routes import admin, audit, learning, lessons, trajectories
 from memory_service.service import MemoryService
 
@@ -31,6 +35,7 @@ def create_app(service: MemoryService) -> FastAPI:
         title="tunemem",
         version="1",
         description="Value-driven memory for kernel-tuning agents.",
+        responses=ERROR_RESPONSES,
     )
     app.state.service = service
     registry = CollectorRegistry()

@@ -1,22 +1,54 @@
 """HTTP errors: every error is JSON `{"code": ..., "message": ...}` with a 4xx status.
 
 The handlers turn service errors, request validation and Starlette's own 404/405 into that
-shape; the body-limit middleware answers oversized bodies with 413 before they are read.
+shape (a 405 keeps its `Allow` header); the body-limit middleware answers oversized bodies with
+413, by Content-Length before they are read or, for chunked bodies, as soon as the count
+passes the limit. `ERROR_RESPONSES` documents these shapes in the OpenAPI document.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memory_service.core.errors import ServiceError
 
 
-class PayloadTooLarge(Exception):
-    pass
+class ErrorBody(BaseModel):
+    """Every error response: a stable machine-readable code and a human message."""
+
+    code: str
+    message: str
+    details: list[dict[str, Any]] | None = None
+
+
+_ERROR_TEXT = {
+    400: "malformed request (e.g. a body that is not JSON)",
+    401: "no key, or an unknown or revoked one",
+    403: "the key's role does not allow this",
+    404: "no such resource in the key's tenant",
+    409: "conflict with stored state",
+    413: "request body over the size limit",
+    422: "a field is missing, of the wrong type or out of range",
+    429: "rate limit of the key reached; retry after the Retry-After seconds",
+}
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": text} for status, text in _ERROR_TEXT.items()
+}
+
+
+class PayloadTooLarge(StarletteHTTPException):
+    """Raised from the counting receive; FastAPI re-raises HTTP exceptions unchanged, so a
+    chunked body over the limit ends as 413, not as a body-parsing 400."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"request body exceeds {limit} bytes")
 
 
 class BodyLimitMiddleware:
@@ -43,7 +75,7 @@ class BodyLimitMiddleware:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_bytes:
-                    raise PayloadTooLarge()
+                    raise PayloadTooLarge(self.max_bytes)
             return message
 
         try:
@@ -89,9 +121,13 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
 
 async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
-    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    code = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}.get(
+        exc.status_code, "http_error"
+    )
     return JSONResponse(
-        status_code=exc.status_code, content={"code": code, "message": str(exc.detail)}
+        status_code=exc.status_code,
+        content={"code": code, "message": str(exc.detail)},
+        headers=exc.headers,
     )
 
 

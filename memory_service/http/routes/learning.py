@@ -28,7 +28,7 @@ def report(
     body: ReportRequest,
     svc: ServiceDep,
     who: AgentDep,
-    idempotency_key: Annotated[str | None, Header(max_length=128)] = None,
+    idempotency_key: Annotated[str | None, Header(min_length=1, max_length=128)] = None,
 ) -> ReportResponse:
     """Report an attempt's outcome; credited lessons' values are updated."""
     return svc.report(body, idempotency_key=idempotency_key, tenant=who.tenant)
