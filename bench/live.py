@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.live_memory import SERVICE_SETTINGS, WIDEN_K, MemoryPool, MemorySpec, load_sweeps
-from bench.live_report import merge, render_markdown, score_report
+from bench.live_report import REFERENCE, merge, render_markdown, score_report
 from ingest.records import TrajectoryRecord
 
 ARMS: dict[str, dict[str, Any] | None] = {
@@ -312,8 +312,7 @@ class LiveBench:
             "k": self.args.k,
             "arms": {a: ARMS[a] for a in self.args.arms},
             "settings": {"warmup_ms": self.args.warmup_ms, "rep_ms": self.args.rep_ms},
-            "reference": "the recorded H200 sweep's best configuration re-timed in this run "
-            "(decode attention: the best of its live sweep)",
+            "reference": REFERENCE,
             "cost_rule": COST_RULE,
             "elapsed_s": time.monotonic() - self.started,
             "notes": list(self.notes),

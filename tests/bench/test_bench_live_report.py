@@ -151,3 +151,18 @@ def test_goals_flag_value_arm_worse_than_similarity() -> None:
     assert result["value_backoff_not_worse_than_similarity"]["budgets_where_worse"] == [1]
     assert result["value_backoff_reaches_0.95_within_5"]["met"] is False
     assert summarise([], 2) == {}
+
+
+def test_arms_are_scored_in_their_own_measuring_conditions() -> None:
+    # SYNTHETIC: the sweep measured every configuration 10% slower than the arms did.
+    sweep = [attempt(c, 1.1 * (1.0 + c / 10), 1.0, 0.5) for c in range(6)]
+    arm = [attempt(c, 1.0 + c / 10, 0.2, 0.1) for c in (5, 4, 3, 2, 1, 0)]
+    shape = entry("gemm", "big", {"same_task/similarity": arm}, sweep, 1.1, 1.1)
+    raw = raw_report([shape])
+    raw["budget"] = 6
+    scored = score_report(raw)["shapes"][0]
+    assert scored["condition_ratio"] == pytest.approx(1.1)
+    assert scored["reference_ms_arm_conditions"] == pytest.approx(1.0)
+    run = scored["runs"]["same_task/similarity"]
+    assert run["score"]["best_fraction"] == pytest.approx(1.0)  # found the reference
+    assert run["score_uncorrected"]["best_fraction"] == pytest.approx(1.1)  # would flatter
