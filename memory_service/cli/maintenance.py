@@ -1,10 +1,23 @@
-"""`tunemem values rebuild` and `tunemem reindex`: rebuild derived state from SQL."""
+"""`tunemem values rebuild`, `tunemem reindex` (rebuild derived state from SQL) and
+`tunemem migrate` (upgrade the SQL schema)."""
 
 from __future__ import annotations
 
-import typer
+from typing import Annotated
 
-from memory_service.cli.common import DataDirOpt, UrlOpt, console, open_service, run_guarded
+import typer
+from alembic.util.exc import CommandError
+
+from memory_service.cli.common import (
+    DataDirOpt,
+    UrlOpt,
+    console,
+    fail,
+    open_service,
+    run_guarded,
+    settings_for,
+)
+from memory_service.core.store import create_store_engine, current_revision, migrate
 
 values_app = typer.Typer(help="Lesson values (a view of the outcome log).", no_args_is_help=True)
 
@@ -20,3 +33,25 @@ def reindex(url: UrlOpt = None, data_dir: DataDirOpt = None) -> None:
     """Rebuild the vector index from the SQL store."""
     n = run_guarded(lambda: open_service(url, data_dir).reindex())
     console.print(f"indexed {n} lessons")
+
+
+def migrate_cmd(
+    data_dir: DataDirOpt = None,
+    revision: Annotated[str, typer.Option(help="target revision")] = "head",
+) -> None:
+    """Upgrade the SQL store's schema (TUNEMEM_DATABASE_URL, or the embedded store)."""
+    settings = settings_for(data_dir)
+    if not settings.database_url:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    engine = create_store_engine(settings.resolved_database_url(), migrate_schema=False)
+    try:
+        before = migrate(engine, revision)
+        now = current_revision(engine)
+    except CommandError as exc:
+        fail(f"migrate: {exc}")
+    finally:
+        engine.dispose()
+    if before == now:
+        console.print(f"the store is at revision {now}: nothing to do")
+    else:
+        console.print(f"migrated the store from revision {before or '(empty)'} to {now}")

@@ -26,6 +26,10 @@ class Settings(BaseSettings):
     embedding_model_path: Path | None = Field(
         None, description="sentence-transformers model folder; default the bundled MiniLM"
     )
+    migrate_on_start: bool = Field(
+        True,
+        description="upgrade the SQL schema when the service starts (off: run `tunemem migrate`)",
+    )
     tenant: str = Field("default", description="tenant used when a request names none")
     api_key: str | None = Field(None, description="bearer key the CLI sends with --url")
     llm_url: str | None = Field(None, description="OpenAI-compatible endpoint for the LLM proposer")

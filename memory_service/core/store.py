@@ -1,20 +1,79 @@
-"""SQL store: engine creation (SQLite in WAL mode by default, PostgreSQL by URL), the tables,
-and `Store`, the engine plus the write lock that the service's parts share."""
+"""SQL store: engine creation (SQLite in WAL mode by default, PostgreSQL by URL), the schema
+migrations (Alembic, `memory_service/core/migrations`), and `Store`, the engine plus the write
+lock that the service's parts share.
+
+A store made before migrations existed (tables created directly, no `alembic_version`) is
+adopted: it holds the first revision's schema, so it is stamped with it and upgraded from
+there. On PostgreSQL the migration runs under a transaction-level advisory lock, so several
+workers starting on one empty database migrate it once, one after the other.
+"""
 
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
-from sqlalchemy import event
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, event, inspect, text
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, SQLModel, create_engine
+from sqlmodel import Session, create_engine
 
 from memory_service.core import auth, schema  # noqa: F401  (registers the tables)
 from memory_service.core.settings import Settings
 
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+FIRST_REVISION = "0001"
+# Any constant shared by every tunemem process: the key of the migration advisory lock.
+ADVISORY_LOCK_KEY = 0x7475_6E65_6D65_6D  # "tunemem"
 
-def create_store_engine(url: str) -> Engine:
-    """Create the engine and the tables; SQLite gets WAL, foreign keys and a busy timeout."""
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    """Alembic's configuration: our script folder, and the connection env.py migrates."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = connection
+    return config
+
+
+def head_revision() -> str:
+    """The newest revision in the migrations folder."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None, "the migrations folder has no revision"
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The revision a store is at (None: not under migrations yet, or empty)."""
+    with engine.connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()
+
+
+def migrate(engine: Engine, revision: str = "head") -> str | None:
+    """Upgrade the store to `revision` (default the newest); returns the revision it was at.
+
+    Runs in one transaction; on PostgreSQL that transaction first takes an advisory lock, so
+    concurrent callers wait for each other and the later ones find nothing left to do.
+    """
+    with engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.execute(
+                text("SELECT pg_advisory_xact_lock(:key)"), {"key": ADVISORY_LOCK_KEY}
+            )
+        before = MigrationContext.configure(connection).get_current_revision()
+        config = alembic_config(connection)
+        if before is None and inspect(connection).has_table("lesson"):
+            command.stamp(config, FIRST_REVISION)  # a store created before migrations
+            before = FIRST_REVISION
+        command.upgrade(config, revision)
+    return before
+
+
+def create_store_engine(url: str, *, migrate_schema: bool = True) -> Engine:
+    """Create the engine and migrate the schema to the newest revision; SQLite gets WAL,
+    foreign keys and a busy timeout."""
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
@@ -28,7 +87,8 @@ def create_store_engine(url: str) -> Engine:
 
     else:
         engine = create_engine(url, pool_pre_ping=True)
-    SQLModel.metadata.create_all(engine)
+    if migrate_schema:
+        migrate(engine)
     return engine
 
 
@@ -46,9 +106,10 @@ class Store:
     @classmethod
     def open(cls, settings: Settings) -> Store:
         """The store the settings name; the embedded default creates its data directory."""
-        if settings.database_url is None:
+        if not settings.database_url:
             settings.data_dir.mkdir(parents=True, exist_ok=True)
-        return cls(create_store_engine(settings.resolved_database_url()))
+        url = settings.resolved_database_url()
+        return cls(create_store_engine(url, migrate_schema=settings.migrate_on_start))
 
     def session(self) -> Session:
         return Session(self.engine)

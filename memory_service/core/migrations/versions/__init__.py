@@ -1,0 +1,1 @@
+"""One module per schema revision; Alembic reads `revision` and `down_revision` from each."""
