@@ -24,7 +24,11 @@ def nested(depth: int) -> dict:
 def snapshot(service):
     counts = service.counts()
     counts.pop("retrievals")
-    return counts, service.value_table(), service.list_lessons(LessonFilter(status="all")).model_dump()
+    return (
+        counts,
+        service.value_table(),
+        service.list_lessons(LessonFilter(status="all")).model_dump(),
+    )
 
 
 @pytest.fixture
