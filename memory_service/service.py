@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -214,18 +215,28 @@ class MemoryService:
             return auth.revoke_key(session, key_id)
 
     # ------------------------------------------------------------- maintenance
-    def rebuild_values(self) -> int:
-        """Recompute every LessonValue row from the outcome log."""
-        return self._maintenance.rebuild_values()
+    def rebuild_values(self, tenant: str | None = None) -> int:
+        """Recompute the LessonValue rows of one tenant (None: every tenant) from the log."""
+        return self._maintenance.rebuild_values(tenant)
 
     def value_table(self) -> list[tuple[str, str, str, int, float, float]]:
         """Every value row as (lesson, stage, scope, n, q, sumsq), ordered."""
         return self._maintenance.value_table()
 
-    def reindex(self, batch_size: int = 512, progress: ProgressFn | None = None) -> int:
-        """Drop and rebuild the vector index from the active lessons in SQL."""
-        return self._maintenance.reindex(batch_size, progress)
+    def reindex(
+        self,
+        batch_size: int = 512,
+        progress: ProgressFn | None = None,
+        *,
+        tenant: str | None = None,
+    ) -> int:
+        """Rebuild the vector index of one tenant (None: every tenant) from SQL."""
+        return self._maintenance.reindex(batch_size, progress, tenant)
 
-    def counts(self) -> dict[str, int]:
-        """Rows per table of the store."""
-        return self._maintenance.counts()
+    def health(self, tenant: str | None = None) -> dict[str, Any]:
+        """Index usability and the SQL and index counts (of one tenant, or all)."""
+        return self._maintenance.health(tenant)
+
+    def counts(self, tenant: str | None = None) -> dict[str, int]:
+        """Rows per table, of one tenant's data (None: the whole store)."""
+        return self._maintenance.counts(tenant)

@@ -28,7 +28,7 @@ def _engine(data_dir: Path | None) -> tuple[Engine, Settings]:
 
 @keys_app.command("create")
 def keys_create(
-    role: Annotated[str, typer.Option(help="reader, agent or admin")] = "agent",
+    role: Annotated[str, typer.Option(help="reader, agent, admin or operator")] = "agent",
     tenant: Annotated[str | None, typer.Option(help="tenant the key may see")] = None,
     name: Annotated[str, typer.Option(help="a label for the key")] = "",
     data_dir: DataDirOpt = None,

@@ -1,9 +1,11 @@
 """API keys: bearer tokens with roles, stored hashed, each bound to a tenant.
 
 Roles are ordered: `reader` (list, show, audit) < `agent` (also retrieve, report, add lessons,
-upload runs) < `admin` (also edit, archive, maintenance, keys). While a store has no keys it
-serves only clients on the loopback interface (the embedded default); once a key exists,
-every /v1 request needs one.
+upload runs) < `admin` (also edit, archive, and maintenance of its own tenant: values rebuild,
+reindex, counts) < `operator` (maintenance and counts across every tenant). Every role but
+`operator` sees only its key's tenant. While a store has no keys it serves only clients on
+the loopback interface (the embedded default, acting as operator); once a key exists, every
+/v1 request needs one.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from sqlmodel import Field, Session, SQLModel, col, func, select
 from memory_service.core.errors import NotFound, ServiceError
 from memory_service.core.schema import utcnow
 
-ROLES = ("reader", "agent", "admin")
+ROLES = ("reader", "agent", "admin", "operator")
 LOOPBACK = {"127.0.0.1", "::1", "localhost", "testclient"}
 
 
@@ -107,7 +109,7 @@ def authenticate(
             "without API keys the service answers only local clients; "
             "create one with `tunemem keys create`"
         )
-    return default_tenant, "admin"
+    return default_tenant, "operator"
 
 
 def require(role: str, granted: str) -> None:

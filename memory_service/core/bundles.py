@@ -2,7 +2,10 @@
 with their attempts, retrievals and the outcome log, as one JSON Lines bundle.
 
 Values are not exported: they are a function of the outcome log, so an import rebuilds them
-and gets the same table. Importing the same bundle twice adds nothing.
+(the target tenant's only) and gets the same table. Importing the same bundle twice adds
+nothing. An import never touches another tenant's rows: a bundle whose lessons, runs or
+retrievals exist under another tenant of the store, or whose outcome keys are taken by other
+outcomes of the target tenant, is refused whole (409) and changes nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from sqlalchemy import insert
 from sqlmodel import Session, col, select
 
 from memory_service.core.embedder import Embedder
-from memory_service.core.errors import InvalidInput
+from memory_service.core.errors import Conflict, InvalidInput
 from memory_service.core.index import VectorIndex
 from memory_service.core.lesson_rows import embedding_text, index_metadata
 from memory_service.core.schema import Attempt, Lesson, Outcome, Retrieval, Trajectory
@@ -94,7 +97,7 @@ def import_bundle(
     store: Store,
     index: VectorIndex,
     embedder: Embedder,
-    rebuild_values: Callable[[], int],
+    rebuild_values: Callable[[str], int],
     path: Path,
     tenant: str,
 ) -> dict[str, int]:
@@ -103,19 +106,37 @@ def import_bundle(
     Args:
         store: the SQL store written.
         index, embedder: the imported active lessons are embedded and indexed.
-        rebuild_values: recomputes the value tables from the (now longer) outcome log.
+        rebuild_values: recomputes a tenant's values from its (now longer) outcome log.
         path: a bundle written by `export_bundle`.
         tenant: whom the imported rows belong to.
     """
     items = _parse(path)  # parse everything first: a bad bundle changes nothing
     added = dict.fromkeys(KINDS, 0)
     with store.write_lock, store.session() as session:
-        have_lessons = set(session.exec(select(Lesson.id)).all())
-        have_trajectories = set(session.exec(select(Trajectory.id)).all())
-        have_retrievals = set(session.exec(select(Retrieval.id)).all())
-        have_keys = set(
-            session.exec(select(Outcome.idempotency_key).where(Outcome.tenant == tenant)).all()
+        owners = _owners(session, items)
+        foreign = sorted({t for t in owners.values() if t != tenant})
+        if foreign:
+            raise Conflict(
+                f"{path}: {sum(t != tenant for t in owners.values())} lessons, runs or "
+                f"retrievals of this bundle belong to another tenant of this store; import it "
+                "into the tenant it came from, or into another store",
+                code="bundle_of_another_tenant",
+            )
+        have_lessons = set(session.exec(select(Lesson.id).where(Lesson.tenant == tenant)).all())
+        have_trajectories = set(
+            session.exec(select(Trajectory.id).where(Trajectory.tenant == tenant)).all()
         )
+        have_retrievals = set(
+            session.exec(select(Retrieval.id).where(Retrieval.tenant == tenant)).all()
+        )
+        have_keys = {
+            o.idempotency_key: (o.retrieval_id, str(o.created_at))
+            for o in session.exec(
+                select(Outcome).where(
+                    Outcome.tenant == tenant, col(Outcome.idempotency_key).is_not(None)
+                )
+            )
+        }
         have_outcomes = {
             (o.retrieval_id, str(o.created_at))
             for o in session.exec(select(Outcome).where(Outcome.tenant == tenant))
@@ -143,15 +164,19 @@ def import_bundle(
                 elif kind == "outcome":
                     outcome = Outcome.model_validate(data)
                     key = outcome.idempotency_key
-                    duplicate = (key and key in have_keys) or (
-                        (outcome.retrieval_id, str(outcome.created_at)) in have_outcomes
-                    )
-                    if duplicate:
+                    seen = (outcome.retrieval_id, str(outcome.created_at))
+                    if seen in have_outcomes:
                         continue
+                    if key and key in have_keys:
+                        raise Conflict(
+                            f"{path}: outcome idempotency key {key!r} is already used by "
+                            "another outcome of this tenant",
+                            code="idempotency_key_reused",
+                        )
                     session.add(outcome)
-                    have_outcomes.add((outcome.retrieval_id, str(outcome.created_at)))
+                    have_outcomes.add(seen)
                     if key:
-                        have_keys.add(key)
+                        have_keys[key] = seen
                 else:
                     continue
                 added[kind] += 1
@@ -166,8 +191,28 @@ def import_bundle(
                 )
                 index.upsert([r.id for r in active], vectors, [index_metadata(r) for r in active])
             session.commit()
+        except Conflict:
+            session.rollback()
+            raise
         except (ValueError, KeyError, TypeError) as exc:
             session.rollback()
             raise InvalidInput(f"{path}: {exc}", code="invalid_bundle") from exc
-    rebuild_values()
+    rebuild_values(tenant)
     return added
+
+
+def _owners(session: Session, items: list[tuple[str, dict[str, Any]]]) -> dict[str, str]:
+    """Tenant of every stored lesson, run and retrieval whose id the bundle holds."""
+    wanted: dict[str, set[str]] = {"lesson": set(), "trajectory": set(), "retrieval": set()}
+    for kind, data in items:
+        if kind in wanted and isinstance(data.get("id"), str):
+            wanted[kind].add(data["id"])
+    owners: dict[str, str] = {}
+    for kind, table in (("lesson", Lesson), ("trajectory", Trajectory), ("retrieval", Retrieval)):
+        ids = list(wanted[kind])
+        for start in range(0, len(ids), 500):
+            rows = session.exec(
+                select(table.id, table.tenant).where(col(table.id).in_(ids[start : start + 500]))
+            )
+            owners.update({f"{kind}:{row_id}": owner for row_id, owner in rows})
+    return owners

@@ -52,8 +52,8 @@ class VectorIndex(ABC):
         """Number of entries (of one tenant, when given)."""
 
     @abstractmethod
-    def reset(self) -> None:
-        """Drop every entry."""
+    def reset(self, tenant: str | None = None) -> None:
+        """Drop every entry (of one tenant, when given)."""
 
 
 class MemoryIndex(VectorIndex):
@@ -123,7 +123,12 @@ class MemoryIndex(VectorIndex):
         code = self._tenant_codes.get(tenant)
         return 0 if code is None else int((self._tenants == code).sum())
 
-    def reset(self) -> None:
+    def reset(self, tenant: str | None = None) -> None:
+        if tenant is not None:
+            code = self._tenant_codes.get(tenant)
+            if code is not None:
+                self.delete([i for i, c in zip(self._ids, self._tenants, strict=True) if c == code])
+            return
         with self._lock:
             self._ids, self._pos, self._tenant_codes = [], {}, {}
             self._tenants = np.zeros(0, dtype=np.int32)
@@ -221,7 +226,13 @@ class ChromaIndex(VectorIndex):
             return int(self._collection(tenant).count())
         return sum(int(c.count()) for c in self._all_collections())
 
-    def reset(self) -> None:
+    def reset(self, tenant: str | None = None) -> None:
+        if tenant is not None:
+            name = self._collection_name(tenant)
+            if any(c.name == name for c in self._all_collections()):
+                self._client.delete_collection(name)
+            self._collections.pop(tenant, None)
+            return
         for collection in self._all_collections():
             self._client.delete_collection(collection.name)
         self._collections = {}

@@ -16,7 +16,7 @@ from sqlalchemy import insert
 from sqlmodel import col, select
 
 from ingest.distill import distill
-from ingest.records import RejectedRecord, TrajectoryRecord
+from ingest.records import RejectedRecord, TrajectoryRecord, stable_hash
 from memory_service.core.lessons import Lessons
 from memory_service.core.models import IngestSummary, LessonCreate
 from memory_service.core.schema import Attempt, Trajectory
@@ -41,9 +41,18 @@ def _lessons_of(record: TrajectoryRecord) -> list[LessonCreate]:
     return lessons
 
 
+def stored_id(record: TrajectoryRecord, tenant: str) -> str:
+    """The trajectory's row id in `tenant`: the record's own id qualified by the tenant, so
+    the same run posted by two tenants is two rows and neither learns the other has it.
+    The default tenant keeps the bare record id (the ids stores made before had)."""
+    if tenant == "default":
+        return record.id
+    return stable_hash({"tenant": tenant, "trajectory": record.id})
+
+
 def _trajectory_row(record: TrajectoryRecord, tenant: str) -> Trajectory:
     return Trajectory(
-        id=record.id,
+        id=stored_id(record, tenant),
         tenant=tenant,
         source_format=record.source_format,
         source=record.source,
@@ -86,16 +95,19 @@ def _store_batch(
     tenant: str,
     summary: IngestSummary,
 ) -> None:
+    ids = {record.id: stored_id(record, tenant) for record in batch}
     with store.session() as session:
         existing = set(
             session.exec(
-                select(Trajectory.id).where(col(Trajectory.id).in_([r.id for r in batch]))
+                select(Trajectory.id).where(
+                    col(Trajectory.id).in_(list(ids.values())), Trajectory.tenant == tenant
+                )
             ).all()
         )
         lessons: list[LessonCreate] = []
         fresh: list[TrajectoryRecord] = []
         for record in batch:
-            if record.id in existing:
+            if ids[record.id] in existing:
                 summary.skipped += 1
                 continue
             try:
@@ -110,7 +122,7 @@ def _store_batch(
                     }
                 )
                 continue
-            existing.add(record.id)
+            existing.add(ids[record.id])
             fresh.append(record)
             lessons.extend(drafted)
         if not fresh:
@@ -118,7 +130,7 @@ def _store_batch(
         attempts: list[dict] = []
         for record in fresh:
             session.add(_trajectory_row(record, tenant))
-            attempts.extend(_attempt_rows(record, record.id))
+            attempts.extend(_attempt_rows(record, ids[record.id]))
         session.flush()
         if attempts:
             session.execute(insert(Attempt), attempts)

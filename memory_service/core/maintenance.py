@@ -4,6 +4,7 @@ index from SQL, and the store's counts and value table."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy import func
 from sqlmodel import col, select
@@ -35,11 +36,15 @@ class Maintenance:
         self.embedder = embedder
         self.settings = settings
 
-    def rebuild_values(self) -> int:
-        """Recompute every LessonValue row from the outcome log."""
+    def rebuild_values(self, tenant: str | None = None) -> int:
+        """Recompute the LessonValue rows (of one tenant, or all) from the outcome log."""
         with self.store.write_lock, self.store.session() as session:
             count = rebuild_values(
-                session, self.settings.alpha, self.settings.q0, self.settings.reward_min_count
+                session,
+                self.settings.alpha,
+                self.settings.q0,
+                self.settings.reward_min_count,
+                tenant,
             )
             session.commit()
             return count
@@ -53,19 +58,25 @@ class Maintenance:
             ).all()
             return [(r.lesson_id, r.stage, r.scope, r.n, r.q, r.sumsq) for r in rows]
 
-    def reindex(self, batch_size: int = 512, progress: ProgressFn | None = None) -> int:
-        """Drop and rebuild the vector index from the active lessons in SQL."""
+    def reindex(
+        self,
+        batch_size: int = 512,
+        progress: ProgressFn | None = None,
+        tenant: str | None = None,
+    ) -> int:
+        """Drop and rebuild the vector index (of one tenant, or all) from the active lessons."""
+        scope = [Lesson.status == "active"]
+        if tenant is not None:
+            scope.append(Lesson.tenant == tenant)
         with self.store.write_lock, self.store.session() as session:
-            self.index.reset()
-            total = session.exec(
-                select(func.count()).select_from(Lesson).where(Lesson.status == "active")
-            ).one()
+            self.index.reset(tenant)
+            total = session.exec(select(func.count()).select_from(Lesson).where(*scope)).one()
             done = 0
             offset = 0
             while True:
                 rows = session.exec(
                     select(Lesson)
-                    .where(Lesson.status == "active")
+                    .where(*scope)
                     .order_by(col(Lesson.id))
                     .offset(offset)
                     .limit(batch_size)
@@ -84,16 +95,46 @@ class Maintenance:
                     progress(done, int(total))
             return done
 
-    def counts(self) -> dict[str, int]:
+    def counts(self, tenant: str | None = None) -> dict[str, int]:
+        """Rows per table (of one tenant's data, or of the whole store)."""
+        own_lessons = select(Lesson.id).where(Lesson.tenant == tenant)
+        own_runs = select(Trajectory.id).where(Trajectory.tenant == tenant)
+        tables: list[tuple[str, Any, list[Any]]] = [
+            ("lessons", Lesson, [Lesson.tenant == tenant]),
+            ("trajectories", Trajectory, [Trajectory.tenant == tenant]),
+            ("attempts", Attempt, [col(Attempt.trajectory_id).in_(own_runs)]),
+            ("retrievals", Retrieval, [Retrieval.tenant == tenant]),
+            ("outcomes", Outcome, [Outcome.tenant == tenant]),
+            ("values", LessonValue, [col(LessonValue.lesson_id).in_(own_lessons)]),
+        ]
         with self.store.session() as session:
             return {
-                name: int(session.exec(select(func.count()).select_from(table)).one())
-                for name, table in (
-                    ("lessons", Lesson),
-                    ("trajectories", Trajectory),
-                    ("attempts", Attempt),
-                    ("retrievals", Retrieval),
-                    ("outcomes", Outcome),
-                    ("values", LessonValue),
+                name: int(
+                    session.exec(
+                        select(func.count())
+                        .select_from(table)
+                        .where(*(where if tenant is not None else []))
+                    ).one()
                 )
+                for name, table, where in tables
             }
+
+    def health(self, tenant: str | None = None) -> dict[str, Any]:
+        """Whether the vector index answers, and the active lessons in SQL beside the index
+        entries (of one tenant, or all): the two counts that drift apart if writes were lost."""
+        scope = [Lesson.status == "active"]
+        if tenant is not None:
+            scope.append(Lesson.tenant == tenant)
+        with self.store.session() as session:
+            active = int(session.exec(select(func.count()).select_from(Lesson).where(*scope)).one())
+        try:
+            entries: int | None = self.index.count(tenant)
+            index = "ok"
+        except Exception as exc:  # any failure of the index client means it is unusable
+            entries, index = None, f"unusable: {type(exc).__name__}: {str(exc)[:200]}"
+        return {
+            "status": "ok" if index == "ok" else "degraded",
+            "index": index,
+            "active_lessons": active,
+            "index_entries": entries,
+        }

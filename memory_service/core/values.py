@@ -11,7 +11,7 @@ from datetime import datetime
 
 from sqlmodel import Session, col, delete, select
 
-from memory_service.core.schema import LessonValue, Outcome, TaskRewardStat
+from memory_service.core.schema import Lesson, LessonValue, Outcome, TaskRewardStat
 from retrieval.rewards import RewardStats, stage_reward
 from retrieval.values import ScopeStats, update_stats
 
@@ -75,17 +75,27 @@ def apply_reward(
             session.add(row)
 
 
-def rebuild_values(session: Session, alpha: float, q0: float, min_count: int) -> int:
+def rebuild_values(
+    session: Session, alpha: float, q0: float, min_count: int, tenant: str | None = None
+) -> int:
     """Recompute LessonValue and TaskRewardStat from the outcome log; returns outcomes replayed.
 
     Rewards are recomputed from the raw outcome fields, so a changed reward definition is
-    picked up; with the same definition the tables come out identical.
+    picked up; with the same definition the tables come out identical. With `tenant`, only
+    that tenant's rows are rebuilt (its outcomes credit only its own lessons).
     """
-    session.exec(delete(LessonValue))  # type: ignore[call-overload]
-    session.exec(delete(TaskRewardStat))  # type: ignore[call-overload]
+    outcomes = select(Outcome).order_by(col(Outcome.id))
+    if tenant is None:
+        session.exec(delete(LessonValue))  # type: ignore[call-overload]
+        session.exec(delete(TaskRewardStat))  # type: ignore[call-overload]
+    else:
+        own = select(Lesson.id).where(Lesson.tenant == tenant)
+        session.exec(delete(LessonValue).where(col(LessonValue.lesson_id).in_(own)))  # type: ignore[call-overload]
+        session.exec(delete(TaskRewardStat).where(col(TaskRewardStat.tenant) == tenant))  # type: ignore[call-overload]
+        outcomes = outcomes.where(Outcome.tenant == tenant)
     session.flush()
     count = 0
-    for outcome in session.exec(select(Outcome).order_by(col(Outcome.id))):
+    for outcome in session.exec(outcomes):
         reward = compute_reward(
             session,
             outcome.tenant,

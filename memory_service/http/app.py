@@ -7,10 +7,10 @@ nothing because the service validates before it writes and writes in one transac
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import FastAPI, Request
-from fastapi.responses import Response
+from fastapi import FastAPI, Header, Request
+from fastapi.responses import JSONResponse, Response
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -19,6 +19,7 @@ from prometheus_client import (
     generate_latest,
 )
 
+from memory_service.core.errors import ServiceError
 from memory_service.http.deps import ServiceDep
 from memory_service.http.errors import (
     ERROR_RESPONSES,
@@ -60,10 +61,26 @@ def create_app(service: MemoryService) -> FastAPI:
         latency.labels(name).observe(time.perf_counter() - start)
         return response
 
-    @app.get("/healthz")
-    def healthz(svc: ServiceDep) -> dict[str, Any]:
-        """Liveness, with the store's counts."""
-        return {"status": "ok", "counts": svc.counts()}
+    @app.get("/healthz", responses={503: {"description": "the vector index is unusable"}})
+    def healthz(
+        request: Request,
+        svc: ServiceDep,
+        authorization: Annotated[str | None, Header()] = None,
+    ) -> JSONResponse:
+        """Liveness and whether the index answers; counts only for a key (its tenant's)."""
+        host = request.client.host if request.client else None
+        try:
+            tenant, role = svc.authenticate(authorization, host)
+        except ServiceError:
+            tenant, role = None, None
+        scope = None if role == "operator" else tenant
+        health = svc.health(scope if role else svc.settings.tenant)
+        body: dict[str, Any] = {"status": health["status"], "index": health["index"]}
+        if role is not None:
+            body["counts"] = svc.counts(scope)
+            body["index_entries"] = health["index_entries"]
+            body["active_lessons"] = health["active_lessons"]
+        return JSONResponse(body, status_code=200 if health["status"] == "ok" else 503)
 
     @app.get("/metrics")
     def metrics() -> Response:
