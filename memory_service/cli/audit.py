@@ -9,7 +9,7 @@ computed.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -35,7 +35,7 @@ def _fmt(value: float | None, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
 
 
-def print_matrix(audit: Any) -> None:
+def print_matrix(audit: TransferAuditPublic) -> None:
     """One row per ordered pair: correlation, agreement, helped/hurt count, optimum reach."""
     table = Table(
         "source",

@@ -4,8 +4,9 @@ the memory (embedded `MemoryService`, or `RemoteService` for `--url`) and error 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -17,6 +18,8 @@ from memory_service.remote import RemoteService
 
 if TYPE_CHECKING:
     from memory_service.service import MemoryService
+
+T = TypeVar("T")
 
 console = Console()
 err = Console(stderr=True)
@@ -69,7 +72,8 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def run_guarded(fn: Any) -> Any:
+def run_guarded(fn: Callable[[], T]) -> T:
+    """Run a command's body; a service error or bad value becomes one line and exit 2."""
     try:
         return fn()
     except ServiceError as exc:
@@ -79,4 +83,5 @@ def run_guarded(fn: Any) -> Any:
 
 
 def emit_json(data: Any) -> None:
+    """Print `data` as pretty JSON on stdout."""
     console.print_json(json.dumps(data, default=str))
