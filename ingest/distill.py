@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ingest.chips import chip_context
+from ingest.chip_context import chip_context
 from ingest.errors import DistillError
 from ingest.failure_rules import failing_settings
 from ingest.records import LessonDraft, TrajectoryRecord

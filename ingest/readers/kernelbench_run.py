@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ingest.chips import chip_context
+from ingest.chip_context import chip_context
 from ingest.errors import FormatMismatchError
 from ingest.records import AttemptRecord, ContextSpec, RejectedRecord, TaskSpec, TrajectoryRecord
 from ingest.sources import DEFAULT_MAX_FILE_BYTES, digest_of, is_number, load_json, read_bytes

@@ -24,9 +24,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ingest.chips import chip_context_with_fallback
+from ingest.chip_context import chip_context_with_fallback
+from ingest.error_categories import failure_category
 from ingest.errors import FormatMismatchError
-from ingest.failures import failure_category
 from ingest.records import (
     AttemptRecord,
     ContextSpec,

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ingest.chips import chip_context
+from ingest.chip_context import chip_context
 from ingest.errors import FormatMismatchError, ReaderError
 from ingest.records import AttemptRecord, ContextSpec, RejectedRecord, TaskSpec, TrajectoryRecord
 from ingest.sources import DEFAULT_MAX_FILE_BYTES, digest_of, finite, is_number, read_bytes

@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ingest.chips import chip_context_with_fallback
+from ingest.chip_context import chip_context_with_fallback
+from ingest.error_categories import failure_category
 from ingest.errors import FormatMismatchError, UnsupportedVersionError
-from ingest.failures import failure_category
 from ingest.readers.kerneltuner import op_name
 from ingest.records import AttemptRecord, ContextSpec, RejectedRecord, TaskSpec, TrajectoryRecord
 from ingest.sources import DEFAULT_MAX_FILE_BYTES, finite, head, load_json, source_label

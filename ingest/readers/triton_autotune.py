@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ingest.chips import chip_context
+from ingest.chip_context import chip_context
 from ingest.errors import FormatMismatchError
 from ingest.readers.kerneltuner import op_name
 from ingest.records import AttemptRecord, ContextSpec, RejectedRecord, TaskSpec, TrajectoryRecord

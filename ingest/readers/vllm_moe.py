@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from ingest.chips import chip_context
+from ingest.chip_context import chip_context
 from ingest.errors import FormatMismatchError
 from ingest.records import AttemptRecord, ContextSpec, RejectedRecord, TaskSpec, TrajectoryRecord
 from ingest.sources import DEFAULT_MAX_FILE_BYTES, finite, load_json, source_label

@@ -59,7 +59,7 @@ def _stem(path: Path) -> str:
 
 def _chip_from(device_name: str, path: Path) -> tuple[str, str, str]:
     """Chip id, backend and raw name, named exactly as the ingest reader names them."""
-    from ingest.chips import chip_context_with_fallback
+    from ingest.chip_context import chip_context_with_fallback
 
     chip, _ = chip_context_with_fallback(device_name, _stem(path))
     return chip.chip, chip.backend, device_name or _stem(path)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ingest.distill import distill
-from ingest.failures import failure_category
+from ingest.error_categories import failure_category
 from ingest.readers import read_any
 from ingest.readers.native import write_native
 from ingest.records import AttemptRecord, ContextSpec, RejectedRecord, TaskSpec, TrajectoryRecord
