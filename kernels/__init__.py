@@ -2,6 +2,7 @@
 
 `kernels.catalogue` names the tasks, `kernels.harness` checks and times one configuration,
 `kernels.runners` evaluates configurations behind the `Runner` interface (cuda, cpu, replay),
-`kernels.sweep` tunes a task over shapes into native trajectories and `kernels.bench` reports
-tuned kernels against PyTorch and the hardware limits.
+`kernels.sweep` tunes a task over shapes into native trajectories; `bench.kernels` (outside
+this package, with the other benchmarks) reports tuned kernels against PyTorch and the
+hardware limits.
 """

@@ -1,4 +1,4 @@
-"""`tunemem bench ...`: the benchmarks in `bench/` (and `kernels.bench`), which write a JSON
+"""`tunemem bench ...`: the benchmarks in `bench/`, which write a JSON
 result and a Markdown table under bench/results/, naming the machine they ran on. Only the
 CLI composes them; this module parses the options and calls them."""
 
@@ -79,7 +79,7 @@ def bench_kernels(
     quick: Annotated[bool, typer.Option("--quick")] = False,
 ) -> None:
     """Triton kernels vs torch eager/compile and the hardware limit (needs an NVIDIA GPU)."""
-    from kernels.bench import run_kernel_bench
+    from bench.kernels import run_kernel_bench
 
     run_kernel_bench(out, quick=quick)
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kernels.bench import merge_results
-from kernels.bench_report import goal_checks, render_markdown
+from bench.kernels import merge_results
+from bench.kernels_report import goal_checks, render_markdown
 
 
 def _synthetic_result(run_id: str, copy_gbps: float) -> dict:

@@ -1,6 +1,6 @@
 """Turn a kernel benchmark result into its Markdown table and its goal verdicts.
 
-Every number printed here comes from the result dict that `kernels.bench` measured; nothing
+Every number printed here comes from the result dict that `bench.kernels` measured; nothing
 is filled in. Goals are the project's benchmark targets, reported as met or missed.
 """
 
