@@ -1,4 +1,5 @@
-"""Reading + distilling rate over some inputs: `python -m ingest.measure PATH...`.
+"""Reading + distilling rate over some inputs: `python -m bench.ingest_read PATH...` (the
+readers alone; `tunemem bench ingest` measures storing too).
 
 Prints trajectories, attempts, lessons and rejects, and attempts per second end to end
 (reading, parsing, chip normalisation and deterministic distillation; no storage).
