@@ -21,6 +21,7 @@ from memory_service.cli.common import (
     open_local,
     open_service,
     run_guarded,
+    settings_for,
 )
 from memory_service.core.models import IngestSummary
 from memory_service.protocol import MemoryAPI
@@ -59,8 +60,9 @@ def ingest(
         if url
         else open_local(data_dir, batch_size=batch_size)
     )
+    limit = settings_for(data_dir).ingest_max_file_bytes
     try:
-        run_guarded(lambda: _ingest_sources(memory, sources, fmt, quiet, summary))
+        run_guarded(lambda: _ingest_sources(memory, sources, fmt, quiet, summary, limit))
     finally:
         memory.close()
     elapsed = time.perf_counter() - start
@@ -76,7 +78,12 @@ def ingest(
 
 
 def _ingest_sources(
-    memory: MemoryAPI, sources: list[Path], fmt: str, quiet: bool, summary: IngestSummary
+    memory: MemoryAPI,
+    sources: list[Path],
+    fmt: str,
+    quiet: bool,
+    summary: IngestSummary,
+    max_file_bytes: int,
 ) -> None:
     """Ingest file by file under one progress bar, adding each file's counts to `summary`."""
     with Progress(
@@ -99,7 +106,8 @@ def _ingest_sources(
 
         for source in sources:
             progress.update(task, description=source.name[:40])
-            summary.merge(memory.ingest(read_any([source], fmt=fmt), progress=tick))
+            records = read_any([source], fmt=fmt, max_file_bytes=max_file_bytes)
+            summary.merge(memory.ingest(records, progress=tick))
             progress.advance(task)
 
 

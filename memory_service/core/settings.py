@@ -55,6 +55,15 @@ class Settings(BaseSettings):
     dedup_threshold: float = Field(0.95, gt=0.0, le=1.0, description="near-duplicate cosine")
     max_body_bytes: int = Field(8 * 1024 * 1024, gt=0, description="largest accepted request")
     batch_size: int = Field(256, ge=1, description="ingest embedding/commit batch size")
+    write_rate_per_minute: int = Field(
+        600,
+        ge=0,
+        description="per-key lesson adds, outcome reports and run uploads per minute (a burst "
+        "of this many, then this many a minute); 0 turns the limit off",
+    )
+    ingest_max_file_bytes: int = Field(
+        128 * 2**20, gt=0, description="largest file `tunemem ingest` reads, after decompression"
+    )
 
     def ranking(self, **overrides: object) -> RankingSettings:
         values: dict[str, object] = {

@@ -26,6 +26,7 @@ from memory_service.http.errors import (
     BodyLimitMiddleware,
     install_error_handlers,
 )
+from memory_service.http.ratelimit import WriteQuota
 from memory_service.http.routes import admin, audit, learning, lessons, trajectories
 from memory_service.service import MemoryService
 
@@ -39,6 +40,8 @@ def create_app(service: MemoryService) -> FastAPI:
         responses=ERROR_RESPONSES,
     )
     app.state.service = service
+    rate = service.settings.write_rate_per_minute
+    app.state.write_quota = WriteQuota(rate) if rate > 0 else None
     registry = CollectorRegistry()
     requests_total = Counter(
         "tunemem_requests_total", "HTTP requests", ["route", "status"], registry=registry

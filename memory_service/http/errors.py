@@ -93,7 +93,11 @@ def _too_large(limit: int) -> JSONResponse:
 
 async def _service_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ServiceError)
-    return JSONResponse(status_code=exc.status, content={"code": exc.code, "message": exc.message})
+    return JSONResponse(
+        status_code=exc.status,
+        content={"code": exc.code, "message": exc.message},
+        headers=getattr(exc, "headers", None),
+    )
 
 
 async def _validation_error(_: Request, exc: Exception) -> JSONResponse:

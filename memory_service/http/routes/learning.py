@@ -13,6 +13,7 @@ from memory_service.core.models import (
     RetrieveResponse,
 )
 from memory_service.http.deps import AgentDep, ServiceDep
+from memory_service.http.ratelimit import WriterDep
 
 router = APIRouter(tags=["learning"])
 
@@ -27,7 +28,7 @@ def retrieve(body: RetrieveRequest, svc: ServiceDep, who: AgentDep) -> RetrieveR
 def report(
     body: ReportRequest,
     svc: ServiceDep,
-    who: AgentDep,
+    who: WriterDep,
     idempotency_key: Annotated[str | None, Header(min_length=1, max_length=128)] = None,
 ) -> ReportResponse:
     """Report an attempt's outcome; credited lessons' values are updated."""

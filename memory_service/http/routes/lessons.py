@@ -16,13 +16,14 @@ from memory_service.core.models import (
     LessonsCreated,
     LessonUpdate,
 )
-from memory_service.http.deps import AdminDep, AgentDep, ReaderDep, ServiceDep
+from memory_service.http.deps import AdminDep, ReaderDep, ServiceDep
+from memory_service.http.ratelimit import WriterDep
 
 router = APIRouter(tags=["lessons"])
 
 
 @router.post("/v1/lessons", status_code=201, response_model=LessonsCreated)
-def add_lessons(body: LessonsCreate, svc: ServiceDep, who: AgentDep) -> LessonsCreated:
+def add_lessons(body: LessonsCreate, svc: ServiceDep, who: WriterDep) -> LessonsCreated:
     """Add one or many lessons (idempotent by content; near-duplicates merge)."""
     return svc.add_lessons(body.lessons, tenant=who.tenant, creator=f"key:{who.role}")
 

@@ -12,13 +12,14 @@ from ingest.readers import native
 from ingest.records import TrajectoryRecord
 from memory_service.core.errors import InvalidInput
 from memory_service.core.models import IngestSummary, TrajectoriesIn
-from memory_service.http.deps import AgentDep, ServiceDep
+from memory_service.http.deps import ServiceDep
+from memory_service.http.ratelimit import WriterDep
 
 router = APIRouter(tags=["trajectories"])
 
 
 @router.post("/v1/trajectories", status_code=201, response_model=IngestSummary)
-def upload_trajectories(body: TrajectoriesIn, svc: ServiceDep, who: AgentDep) -> IngestSummary:
+def upload_trajectories(body: TrajectoriesIn, svc: ServiceDep, who: WriterDep) -> IngestSummary:
     """Upload whole runs in the native trajectory format; lessons are distilled from them."""
     records = []
     for position, raw in enumerate(body.trajectories):
