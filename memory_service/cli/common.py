@@ -4,6 +4,7 @@ the memory (embedded `MemoryService`, or `RemoteService` for `--url`) and error 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 import typer
 from rich.console import Console
 
+from memory_service.core.dirlock import DataDirInUse
 from memory_service.core.errors import ServiceError
 from memory_service.core.settings import Settings
 from memory_service.protocol import MemoryAPI
@@ -21,8 +23,17 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-console = Console()
-err = Console(stderr=True)
+
+def _console(stream: Any, stderr: bool = False) -> Console:
+    """A console that never wraps what it prints (soft wrap) and, when its stream is not a
+    terminal (a pipe, a file, a test), lays tables out as wide as their content instead of 80
+    columns: a printed key, id or path is always on one line, whole."""
+    wide = None if stream.isatty() else 1000
+    return Console(stderr=stderr, soft_wrap=True, width=wide)
+
+
+console = _console(sys.stdout)
+err = _console(sys.stderr, stderr=True)
 
 UrlOpt = Annotated[
     str | None, typer.Option("--url", help="a running tunemem server; default: the embedded store")
@@ -54,16 +65,20 @@ def open_service(
     """
     if url:
         return RemoteService(url, api_key=api_key or settings_for(data_dir).api_key)
-    from memory_service.service import MemoryService
-
-    return MemoryService(settings_for(data_dir))
+    return open_local(data_dir)
 
 
 def open_local(data_dir: Path | None = None, **overrides: Any) -> MemoryService:
-    """A MemoryService on the embedded (or configured) store, for commands with no --url."""
+    """A MemoryService on the embedded (or configured) store, for commands with no --url.
+
+    A data directory another process owns (a running `tunemem serve`, say) is refused with
+    one line naming that process and the --url to use instead."""
     from memory_service.service import MemoryService
 
-    return MemoryService(settings_for(data_dir, **overrides))
+    try:
+        return MemoryService(settings_for(data_dir, **overrides))
+    except DataDirInUse as exc:
+        fail(str(exc), code=1)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

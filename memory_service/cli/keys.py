@@ -21,9 +21,10 @@ keys_app = typer.Typer(
 
 
 def _engine(data_dir: Path | None) -> tuple[Engine, Settings]:
-    """The store's engine (keys need no embedder or index, so no whole service is opened)."""
+    """The store's engine (keys need no embedder or index, so no whole service is opened, and
+    keys can be made while `tunemem serve` owns the data directory)."""
     settings = settings_for(data_dir)
-    return Store.open(settings).engine, settings
+    return Store.open(settings, exclusive=False).engine, settings
 
 
 @keys_app.command("create")

@@ -29,6 +29,9 @@ def serve(
     service = open_local(data_dir)
     if seed or service.settings.seed_samples:
         seed_samples(service)
+    local_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    bracketed = f"[{local_host}]" if ":" in local_host else local_host
+    service.store.advertise(f"http://{bracketed}:{port}")  # named to processes it refuses
     err.print(f"tunemem serving on http://{host}:{port} (data: {service.settings.data_dir})")
     uvicorn.run(create_app(service), host=host, port=port, log_level="info")
 

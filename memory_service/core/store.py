@@ -21,7 +21,7 @@ from sqlalchemy import Connection, event, inspect, text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, create_engine
 
-from memory_service.core import auth, schema  # noqa: F401  (registers the tables)
+from memory_service.core import auth, dirlock, schema  # noqa: F401  (registers the tables)
 from memory_service.core.settings import Settings
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -99,20 +99,44 @@ class Store:
     on the database's busy timeout. (Several processes on PostgreSQL rely on its transactions.)
     """
 
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, lease: dirlock.DataDirLease | None = None):
         self.engine = engine
         self.write_lock = threading.RLock()
+        self.lease = lease
 
     @classmethod
-    def open(cls, settings: Settings) -> Store:
-        """The store the settings name; the embedded default creates its data directory."""
-        if not settings.database_url:
+    def open(cls, settings: Settings, *, exclusive: bool = True) -> Store:
+        """The store the settings name. The embedded default (SQLite or the Chroma index in the
+        data directory) creates the directory and owns it: `dirlock.DataDirInUse` when another
+        process does. `exclusive=False` is for callers that touch only SQL tables and never
+        the index (API keys): SQLite's WAL shares those safely between processes."""
+        owns = exclusive and uses_data_dir(settings)
+        if not owns and not settings.database_url:
             settings.data_dir.mkdir(parents=True, exist_ok=True)
-        url = settings.resolved_database_url()
-        return cls(create_store_engine(url, migrate_schema=settings.migrate_on_start))
+        lease = dirlock.acquire(settings.data_dir) if owns else None
+        try:
+            url = settings.resolved_database_url()
+            return cls(create_store_engine(url, migrate_schema=settings.migrate_on_start), lease)
+        except BaseException:
+            if lease is not None:
+                lease.release()
+            raise
 
     def session(self) -> Session:
         return Session(self.engine)
 
+    def advertise(self, url: str) -> None:
+        """Tell processes refused the data directory which URL serves it."""
+        if self.lease is not None:
+            self.lease.advertise(url)
+
     def close(self) -> None:
         self.engine.dispose()
+        if self.lease is not None:
+            self.lease.release()
+
+
+def uses_data_dir(settings: Settings) -> bool:
+    """Whether the store keeps anything in the data directory (embedded SQLite or Chroma);
+    server mode (a database URL and Chroma's server or the in-memory index) does not."""
+    return not settings.database_url or settings.index == "chroma"
