@@ -13,12 +13,14 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from memory_service.cli.common import (
     ApiKeyOpt,
     DataDirOpt,
     JsonOpt,
     UrlOpt,
+    clip,
     console,
     err,
     fail,
@@ -77,10 +79,10 @@ def print_matrix(audit: TransferAuditPublic) -> None:
             brief = audit.lessons.get(item.lesson_id)
             lessons.add_row(
                 f"{pair.source} → {pair.target}",
-                item.lesson_id[:8],
-                f"{item.source_q:+.2f} (n={item.source_n})",
-                f"{item.target_q:+.2f} (n={item.target_n})",
-                (brief.text if brief else "")[:100],
+                item.lesson_id,
+                f"{item.source_q:+.3g} (n={item.source_n})",
+                f"{item.target_q:+.3g} (n={item.target_n})",
+                Text(clip(brief.text if brief else "", 100)),
             )
         console.print(lessons)
 

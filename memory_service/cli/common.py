@@ -81,6 +81,17 @@ def open_local(data_dir: Path | None = None, **overrides: Any) -> MemoryService:
         fail(str(exc), code=1)
 
 
+def clip(text: str, width: int) -> str:
+    """The text on one line, whole if it fits, else cut at a word and ended with an ellipsis."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1]
+    if " " in cut[width // 2 :]:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:") + "…"
+
+
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print one error line and exit non-zero."""
     err.print(f"[red]error:[/red] {message}")

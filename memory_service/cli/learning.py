@@ -7,11 +7,13 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from memory_service.cli.common import (
     DataDirOpt,
     JsonOpt,
     UrlOpt,
+    clip,
     console,
     emit_json,
     fail,
@@ -65,21 +67,31 @@ def retrieve(
             f"retrieval [bold]{result.retrieval_id}[/bold]"
             f"  scopes: {' → '.join(result.scope_chain)}"
         )
-        table = Table("#", "kind", "lesson", "score", "sim", "value (scope, n)", "explore")
+        if not result.lessons:
+            console.print(
+                "no lesson matched: none has this op (or none applies to the chip), or none is "
+                "similar enough to the query (similarity floor "
+                f"{result.settings.get('similarity_floor')}); `tunemem lessons list` shows what "
+                "the store holds"
+            )
+            return
+        table = Table("#", "id", "kind", "lesson", "score", "sim", "value (scope, n)", "explore")
+        table.columns[1].no_wrap = True
         for i, lesson in enumerate(result.lessons, 1):
             b = lesson.breakdown
             text = lesson.rendered_text or lesson.text
-            flags = (" [transferred]" if lesson.transferred else "") + (
-                " [avoid]" if lesson.warning else ""
+            flags = (" (transferred)" if lesson.transferred else "") + (
+                " (avoid)" if lesson.warning else ""
             )
             table.add_row(
                 str(i),
+                lesson.id,
                 lesson.kind,
-                text[:160] + flags,
-                f"{lesson.score:.2f}",
-                f"{b.similarity:.2f}",
-                f"{b.value:+.2f} ({b.value_scope}, {b.n})",
-                f"{b.exploration:.2f}",
+                Text(clip(text, 160 - len(flags)) + flags),
+                f"{lesson.score:.3g}",
+                f"{b.similarity:.3g}",
+                f"{b.value:+.3g} ({b.value_scope}, n {b.n})",
+                f"{b.exploration:.3g}",
             )
         console.print(table)
 

@@ -8,11 +8,13 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from memory_service.cli.common import (
     DataDirOpt,
     JsonOpt,
     UrlOpt,
+    clip,
     console,
     emit_json,
     fail,
@@ -59,10 +61,15 @@ def lessons_list(
             emit_json(result.model_dump(mode="json"))
             return
         table = Table("id", "kind", "op", "chips", "text", title=f"{result.count} lessons match")
+        table.columns[0].no_wrap = True
         for lesson in result.data:
             a = lesson.applicability
             table.add_row(
-                lesson.id[:8], lesson.kind, a.op or "*", ",".join(a.chips) or "*", lesson.text[:110]
+                lesson.id,
+                lesson.kind,
+                a.op or "*",
+                ",".join(a.chips) or "*",
+                Text(clip(lesson.text, 110)),
             )
         console.print(table)
 

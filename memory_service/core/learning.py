@@ -16,8 +16,9 @@ from sqlmodel import Session, col, select
 
 import platforms
 from ingest.records import stable_hash
+from memory_service.core import ids
 from memory_service.core.embedder import Embedder
-from memory_service.core.errors import InvalidInput, NotFound
+from memory_service.core.errors import InvalidInput
 from memory_service.core.index import VectorIndex
 from memory_service.core.lessons import get_row, value_rows
 from memory_service.core.models import (
@@ -270,6 +271,14 @@ class LearningLoop:
     ) -> ReportResponse:
         tenant = tenant or self.settings.tenant
         with self.store.write_lock, self.store.session() as session:
+            retrieval = ids.find(
+                session,
+                Retrieval,
+                request.retrieval_id,
+                tenant,
+                what="retrieval",
+                code="retrieval_not_found",
+            )
             if idempotency_key:
                 previous = session.exec(
                     select(Outcome).where(
@@ -277,17 +286,12 @@ class LearningLoop:
                     )
                 ).first()
                 if previous is not None:
-                    if previous.retrieval_id != request.retrieval_id:
+                    if previous.retrieval_id != retrieval.id:
                         raise InvalidInput(
                             "idempotency key already used for another retrieval",
                             code="idempotency_key_reused",
                         )
                     return ReportResponse(**{**previous.response, "duplicate": True})
-            retrieval = session.get(Retrieval, request.retrieval_id)
-            if retrieval is None or retrieval.tenant != tenant:
-                raise NotFound(
-                    f"no retrieval with id {request.retrieval_id}", code="retrieval_not_found"
-                )
             returned = [r["id"] for r in retrieval.results]
             used = list(dict.fromkeys(request.used)) if request.used is not None else returned
             unknown = [lid for lid in used if lid not in returned]
@@ -377,7 +381,7 @@ class LearningLoop:
         """The outcomes that credited a lesson, oldest first, and its values per scope."""
         tenant = tenant or self.settings.tenant
         with self.store.session() as session:
-            get_row(session, lesson_id, tenant)
+            lesson_id = get_row(session, lesson_id, tenant).id
             rows = session.exec(
                 select(Outcome)
                 .where(

@@ -12,9 +12,8 @@ from sqlalchemy import func, or_
 from sqlmodel import Session, col, select
 
 import platforms
-from memory_service.core import lesson_rows
+from memory_service.core import ids, lesson_rows
 from memory_service.core.embedder import Embedder
-from memory_service.core.errors import NotFound
 from memory_service.core.index import VectorIndex
 from memory_service.core.models import (
     LessonCreate,
@@ -32,11 +31,8 @@ from memory_service.core.store import Store
 
 
 def get_row(session: Session, lesson_id: str, tenant: str) -> Lesson:
-    """The tenant's lesson row, or NotFound."""
-    row = session.get(Lesson, lesson_id)
-    if row is None or row.tenant != tenant:
-        raise NotFound(f"no lesson with id {lesson_id}", code="lesson_not_found")
-    return row
+    """The tenant's lesson with this id or unique id prefix; NotFound or `ambiguous_id`."""
+    return ids.find(session, Lesson, lesson_id, tenant, what="lesson", code="lesson_not_found")
 
 
 def value_rows(session: Session, lesson_id: str) -> list[ValuePublic]:
@@ -223,7 +219,7 @@ class Lessons:
         tenant = tenant or self.settings.tenant
         with self.store.session() as session:
             row = get_row(session, lesson_id, tenant)
-            values = value_rows(session, lesson_id)
+            values = value_rows(session, row.id)
             return LessonDetail(**lesson_rows.to_public(row).model_dump(), values=values)
 
     def update_lesson(

@@ -122,7 +122,7 @@ def _lesson_rows(audit: TransferAuditPublic, items: list[LessonPairValuePublic])
         text = lesson.text if lesson else ""
         kind = lesson.kind if lesson else ""
         rows.append(
-            f"<tr><td><code>{escape(item.lesson_id[:8])}</code></td><td>{escape(kind)}</td>"
+            f"<tr><td><code>{escape(item.lesson_id)}</code></td><td>{escape(kind)}</td>"
             f'<td class="num">{item.source_q:+.3f} (n={item.source_n})</td>'
             f'<td class="num">{item.target_q:+.3f} (n={item.target_n})</td>'
             f"<td>{escape(text)}</td></tr>"
@@ -144,7 +144,7 @@ def _optimum_rows(audit: TransferAuditPublic, pair: TransferPairPublic) -> str:
         latency = f"{reach.latency_ms:.4g} ms" if reach.latency_ms is not None else "infeasible"
         optimum = f"{reach.optimum_ms:.4g} ms" if reach.optimum_ms is not None else "?"
         rows.append(
-            f"<tr><td><code>{escape(reach.lesson_id[:8])}</code></td>"
+            f"<tr><td><code>{escape(reach.lesson_id)}</code></td>"
             f"<td>{escape(reach.target_chip)}</td><td><code>{escape(config)}</code></td>"
             f'<td class="num">{escape(latency)}</td><td class="num">{escape(optimum)}</td>'
             f'<td class="num">{reach.fraction:.3f}</td></tr>'
