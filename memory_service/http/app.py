@@ -21,6 +21,7 @@ from prometheus_client import (
 
 from memory_service.core.errors import ServiceError
 from memory_service.http.deps import ServiceDep
+from memory_service.http.docs import install_offline_docs
 from memory_service.http.errors import (
     ERROR_RESPONSES,
     BodyLimitMiddleware,
@@ -38,7 +39,10 @@ def create_app(service: MemoryService) -> FastAPI:
         version="1",
         description="Value-driven memory for kernel-tuning agents.",
         responses=ERROR_RESPONSES,
+        docs_url=None,  # /docs and /redoc are served from installed files, not a CDN
+        redoc_url=None,
     )
+    install_offline_docs(app)
     app.state.service = service
     rate = service.settings.write_rate_per_minute
     app.state.write_quota = WriteQuota(rate) if rate > 0 else None
