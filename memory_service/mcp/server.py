@@ -7,7 +7,8 @@ models the HTTP API takes, call the facade, and return its response models as st
 output. A `ServiceError` becomes an MCP tool error (`is_error=True`) whose text carries
 `"<code>: <message>"`, so an agent sees the same stable code the HTTP API would send. Tool
 docstrings become the tool descriptions an LLM reads, so they say when to call the tool and
-what to do with its answer.
+what to do with its answer. Every tool refuses arguments it does not take
+(`memory_service.mcp.strict`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools.base import Tool
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
@@ -39,6 +41,7 @@ from memory_service.core.models import (
     RetrieveResponse,
     Stage,
 )
+from memory_service.mcp.strict import strict_tool
 from memory_service.protocol import MemoryAPI
 
 SERVER_NAME = "tunemem"
@@ -83,7 +86,6 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 def build_mcp_server(service: MemoryAPI, *, name: str = SERVER_NAME) -> MCPServer:
     """An MCP server whose tools call `service` (embedded MemoryService or RemoteService)."""
-    server = MCPServer(name, instructions=INSTRUCTIONS, log_level="WARNING")
 
     def retrieve_lessons(
         stage: Annotated[
@@ -316,13 +318,16 @@ def build_mcp_server(service: MemoryAPI, *, name: str = SERVER_NAME) -> MCPServe
                 level=level, chips=chips, backends=backends, op=op, stage=stage, min_n=min_n
             )
 
-    server.add_tool(retrieve_lessons, title="Retrieve lessons")
-    server.add_tool(report_outcome, title="Report an attempt's outcome")
-    server.add_tool(add_lesson, title="Add a lesson")
-    server.add_tool(list_lessons, title="List lessons", annotations=READ_ONLY)
-    server.add_tool(get_lesson, title="Show a lesson", annotations=READ_ONLY)
-    server.add_tool(lesson_history, title="A lesson's outcome history", annotations=READ_ONLY)
-    server.add_tool(audit_transfer, title="Transfer audit", annotations=READ_ONLY)
+    tools: list[Tool] = [
+        strict_tool(retrieve_lessons, title="Retrieve lessons"),
+        strict_tool(report_outcome, title="Report an attempt's outcome"),
+        strict_tool(add_lesson, title="Add a lesson"),
+        strict_tool(list_lessons, title="List lessons", annotations=READ_ONLY),
+        strict_tool(get_lesson, title="Show a lesson", annotations=READ_ONLY),
+        strict_tool(lesson_history, title="A lesson's outcome history", annotations=READ_ONLY),
+        strict_tool(audit_transfer, title="Transfer audit", annotations=READ_ONLY),
+    ]
+    server = MCPServer(name, instructions=INSTRUCTIONS, log_level="WARNING", tools=tools)
     return server
 
 

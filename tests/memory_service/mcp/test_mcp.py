@@ -353,3 +353,27 @@ def test_mcp_command_refuses_bad_transport_and_public_bind(tmp_path):
     )
     assert public.exit_code == 2 and "loopback" in public.output
     assert not (tmp_path / "unused").exists()  # refused before opening a store
+
+
+def test_unknown_and_missing_arguments_read_like_api_errors(make_service):
+    service = make_service()
+    server = build_mcp_server(service)
+
+    async def scenario(client: Client) -> None:
+        nested = await client.call_tool(
+            "retrieve_lessons",
+            {"stage": "draft", "task": {"op": "gemm"}, "context": {"chip": "H200"}},
+        )
+        text = error_text(nested)
+        assert nested.is_error and text.startswith("invalid_request: unknown arguments")
+        assert "'context', 'task'" in text and "op, chip" in text
+        missing = await client.call_tool("report_outcome", {"compiled": True})
+        assert error_text(missing) == "invalid_request: missing argument 'retrieval_id'"
+        wrong = await client.call_tool("retrieve_lessons", {"stage": "polish"})
+        assert error_text(wrong).startswith("invalid_request: stage: Input should be")
+        assert "pydantic" not in error_text(wrong) and "\n" not in error_text(wrong)
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert all(t.input_schema.get("additionalProperties") is False for t in tools.values())
+
+    run_session(server, scenario)
+    assert service.counts()["retrievals"] == 0  # refused calls reached nothing

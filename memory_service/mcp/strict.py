@@ -1,0 +1,58 @@
+"""Tools that refuse arguments they do not take, in the API's words.
+
+The MCP SDK's tools ignore unknown arguments, so an agent that sends the HTTP body's nested
+`task`/`context` to `retrieve_lessons` gets an answer for no chip at all, and a missing or
+ill-typed argument comes back as pydantic's multi-line report. `StrictTool` checks the
+arguments first: an unknown one, a missing one or a wrong value is a tool error whose text
+reads like the HTTP API's `invalid_request` ("invalid_request: unknown argument 'task'; ...").
+The input schema says `additionalProperties: false`, so a client can know before calling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools.base import Tool
+from pydantic import ValidationError
+
+
+def _problem(error: Any) -> str:
+    where = ".".join(str(part) for part in error.get("loc", ())) or "arguments"
+    if error.get("type") == "missing":
+        return f"missing argument {where!r}"
+    return f"{where}: {error.get('msg')}"
+
+
+class StrictTool(Tool):
+    """A tool whose arguments are checked against its parameters before it runs."""
+
+    def check(self, arguments: dict[str, Any]) -> None:
+        """Raise a ToolError naming every unknown argument, or the first invalid one."""
+        known = list(self.parameters.get("properties", {}))
+        unknown = sorted(set(arguments) - set(known))
+        if unknown:
+            names = ", ".join(repr(name) for name in unknown)
+            raise ToolError(
+                f"invalid_request: unknown argument{'s' if len(unknown) > 1 else ''} {names} "
+                f"for {self.name}; it takes {', '.join(known)} (flat arguments: not the HTTP "
+                "body's nested objects)"
+            )
+        try:
+            self.fn_metadata.validate_arguments(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(_problem(error) for error in exc.errors())
+            raise ToolError(f"invalid_request: {problems}") from exc
+
+    async def run(self, arguments: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        self.check(arguments)
+        return await super().run(arguments, *args, **kwargs)
+
+
+def strict_tool(fn: Callable[..., Any], **options: Any) -> StrictTool:
+    """`Tool.from_function` for a StrictTool, with the schema closed to other properties."""
+    tool = StrictTool.from_function(fn, **options)
+    assert isinstance(tool, StrictTool)  # from_function builds `cls`
+    tool.parameters["additionalProperties"] = False
+    return tool
