@@ -8,6 +8,7 @@ either and never needs to know which it has.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Protocol
 
 from ingest.records import RejectedRecord, TrajectoryRecord
@@ -90,6 +91,15 @@ class MemoryAPI(Protocol):
 
     def rebuild_values(self) -> int:
         """Recompute every value from the outcome log; returns the outcomes replayed."""
+        ...
+
+    def export(self, path: Path, *, tenant: str | None = None) -> dict[str, int]:
+        """Write a tenant's lessons, runs, retrievals and outcome log to a bundle at `path`
+        (.jsonl or .jsonl.gz); returns counts per kind. Default tenant: the caller's."""
+        ...
+
+    def import_bundle(self, path: Path, *, tenant: str | None = None) -> dict[str, int]:
+        """Load a bundle into a tenant (idempotent); returns counts added per kind."""
         ...
 
     def reindex(self) -> int:

@@ -8,8 +8,12 @@ status) the embedded service would raise. This is the one HTTP client of the ser
 
 from __future__ import annotations
 
+import gzip
+import json
+import shutil
 from collections.abc import Callable, Iterable
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
 import httpx
 
@@ -43,18 +47,25 @@ class RemoteService:
         try:
             response = self._client.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
-            raise ServiceError(
-                f"cannot reach {self._client.base_url}: {exc}", code="unreachable", status=503
-            ) from exc
+            raise self._unreachable(exc) from exc
         if response.status_code >= 400:
-            try:
-                body = response.json()
-            except ValueError:
-                body = {"code": "http_error", "message": response.text}
-            raise ServiceError(
-                body.get("message", ""), code=body.get("code"), status=response.status_code
-            )
+            self._raise(response)
         return response.json()
+
+    def _unreachable(self, exc: Exception) -> ServiceError:
+        return ServiceError(
+            f"cannot reach {self._client.base_url}: {exc}", code="unreachable", status=503
+        )
+
+    @staticmethod
+    def _raise(response: httpx.Response) -> NoReturn:
+        try:
+            body = response.json()
+        except ValueError:
+            body = {"code": "http_error", "message": response.text}
+        raise ServiceError(
+            body.get("message", ""), code=body.get("code"), status=response.status_code
+        )
 
     def retrieve(self, request: RetrieveRequest) -> RetrieveResponse:
         return RetrieveResponse(
@@ -149,6 +160,38 @@ class RemoteService:
 
     def reindex(self) -> int:
         return int(self._call("POST", "/v1/admin/reindex")["lessons_indexed"])
+
+    def export(self, path: Path, *, tenant: str | None = None) -> dict[str, int]:
+        """Download the tenant's bundle (GET /v1/admin/export) to `path`, gzipped if its name
+        ends in .gz; returns the server's counts."""
+        params = {"tenant": tenant} if tenant else {}
+        try:
+            with self._client.stream("GET", "/v1/admin/export", params=params) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    self._raise(response)
+                scratch = path.with_name(path.name + ".part")
+                with scratch.open("wb") as fh:
+                    for chunk in response.iter_bytes():
+                        fh.write(chunk)
+                counts: dict[str, int] = json.loads(response.headers["X-Tunemem-Counts"])
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from exc
+        if path.suffix == ".gz":
+            scratch.replace(path)
+        else:  # the server sends gzip; a .jsonl name asks for plain text
+            with gzip.open(scratch, "rb") as packed, path.open("wb") as plain:
+                shutil.copyfileobj(packed, plain)
+            scratch.unlink()
+        return counts
+
+    def import_bundle(self, path: Path, *, tenant: str | None = None) -> dict[str, int]:
+        """Upload a bundle (POST /v1/admin/import); returns the counts added."""
+        params = {"tenant": tenant} if tenant else {}
+        counts: dict[str, int] = self._call(
+            "POST", "/v1/admin/import", params=params, content=path.read_bytes()
+        )
+        return counts
 
     def close(self) -> None:
         self._client.close()

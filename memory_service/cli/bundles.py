@@ -1,4 +1,5 @@
-"""`tunemem export` and `tunemem import`: a tenant's data as one JSON Lines bundle."""
+"""`tunemem export` and `tunemem import`: a tenant's data as one JSON Lines bundle, from and
+into the embedded store or, with --url, a running server (its admin export/import routes)."""
 
 from __future__ import annotations
 
@@ -7,24 +8,36 @@ from typing import Annotated
 
 import typer
 
-from memory_service.cli.common import DataDirOpt, console, fail, open_local, run_guarded
+from memory_service.cli.common import DataDirOpt, UrlOpt, console, fail, open_service, run_guarded
+
+TenantOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--tenant",
+        help="the tenant to move (default: TUNEMEM_TENANT, or with --url the key's tenant)",
+    ),
+]
 
 
 def export_cmd(
     path: Annotated[Path, typer.Argument(help="bundle to write (.jsonl or .jsonl.gz)")],
+    tenant: TenantOpt = None,
+    url: UrlOpt = None,
     data_dir: DataDirOpt = None,
 ) -> None:
-    """Export lessons, runs, retrievals and the outcome log of the embedded store."""
-    counts = run_guarded(lambda: open_local(data_dir).export(path))
+    """Export a tenant's lessons, runs, retrievals and outcome log."""
+    counts = run_guarded(lambda: open_service(url, data_dir).export(path, tenant=tenant))
     console.print(f"exported {counts} to {path}")
 
 
 def import_cmd(
     path: Annotated[Path, typer.Argument(help="bundle written by `tunemem export`")],
+    tenant: TenantOpt = None,
+    url: UrlOpt = None,
     data_dir: DataDirOpt = None,
 ) -> None:
-    """Import a bundle into the embedded store (idempotent); values are rebuilt from its log."""
+    """Import a bundle into a tenant (idempotent); values are rebuilt from its outcome log."""
     if not path.exists():
         fail(f"no such file: {path}")
-    counts = run_guarded(lambda: open_local(data_dir).import_bundle(path))
+    counts = run_guarded(lambda: open_service(url, data_dir).import_bundle(path, tenant=tenant))
     console.print(f"imported {counts}")

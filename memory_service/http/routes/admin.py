@@ -1,16 +1,34 @@
-"""Admin routes: rebuild values from the outcome log, rebuild the vector index.
+"""Admin routes: rebuild values from the outcome log, rebuild the vector index, and move a
+tenant's data out and in as a bundle (what `tunemem export/import --url` call).
 
-An admin key maintains its own tenant; an operator key (or the keyless embedded default)
-maintains every tenant of the store.
+An admin key maintains and moves its own tenant; an operator key (or the keyless embedded
+default) every tenant of the store.
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated
 
+from fastapi import APIRouter, BackgroundTasks, Query, Request
+from fastapi.responses import FileResponse
+from starlette.concurrency import run_in_threadpool
+
+from memory_service.core.errors import ServiceError
 from memory_service.http.deps import AdminDep, Caller, ServiceDep
 
 router = APIRouter(tags=["admin"])
+
+TenantQuery = Annotated[
+    str | None,
+    Query(
+        max_length=64,
+        description="the tenant to move; default the caller's (a key may only name its own)",
+    ),
+]
 
 
 def scope_of(who: Caller) -> str | None:
@@ -28,3 +46,68 @@ def rebuild_values(svc: ServiceDep, who: AdminDep) -> dict[str, int]:
 def reindex(svc: ServiceDep, who: AdminDep) -> dict[str, int]:
     """Rebuild the key's tenant's vector index (an operator's: all) from the SQL store."""
     return {"lessons_indexed": svc.reindex(tenant=scope_of(who))}
+
+
+def _tenant(who: Caller, tenant: str | None) -> str:
+    if tenant is None or tenant == who.tenant or who.role == "operator":
+        return tenant or who.tenant
+    raise ServiceError(
+        f"this key belongs to tenant {who.tenant!r} and cannot move tenant {tenant!r}",
+        code="tenant_forbidden",
+        status=403,
+    )
+
+
+def _scratch(suffix: str) -> Path:
+    handle, name = tempfile.mkstemp(prefix="tunemem-bundle-", suffix=suffix)
+    os.close(handle)
+    return Path(name)
+
+
+@router.get(
+    "/v1/admin/export",
+    response_class=FileResponse,
+    responses={200: {"content": {"application/gzip": {}}, "description": "the bundle"}},
+)
+def export_bundle(
+    svc: ServiceDep, who: AdminDep, background: BackgroundTasks, tenant: TenantQuery = None
+) -> FileResponse:
+    """A tenant's lessons, runs, retrievals and outcome log as a gzipped JSON Lines bundle."""
+    chosen = _tenant(who, tenant)
+    path = _scratch(".jsonl.gz")
+    try:
+        counts = svc.export(path, tenant=chosen)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    background.add_task(path.unlink, missing_ok=True)
+    return FileResponse(
+        path,
+        media_type="application/gzip",
+        filename=f"tunemem-{chosen}.jsonl.gz",
+        headers={"X-Tunemem-Counts": json.dumps(counts)},
+    )
+
+
+@router.post(
+    "/v1/admin/import",
+    openapi_extra={
+        "requestBody": {
+            "content": {"application/gzip": {}, "application/x-ndjson": {}},
+            "required": True,
+        }
+    },
+)
+async def import_bundle(
+    request: Request, svc: ServiceDep, who: AdminDep, tenant: TenantQuery = None
+) -> dict[str, int]:
+    """Load a bundle written by export (gzipped or not) into a tenant; idempotent."""
+    chosen = _tenant(who, tenant)
+    body = await request.body()
+    path = _scratch(".jsonl.gz" if body[:2] == b"\x1f\x8b" else ".jsonl")
+    try:
+        path.write_bytes(body)
+        counts: dict[str, int] = await run_in_threadpool(svc.import_bundle, path, tenant=chosen)
+        return counts
+    finally:
+        path.unlink(missing_ok=True)
