@@ -70,22 +70,26 @@ def live_runner(
         raise ValueError(str(exc.args[0]) if exc.args else str(exc)) from exc
 
 
-def summary_line(result: AgentRunResult) -> str:
-    """The run's last line: the best latency, or, without timings, what was feasible."""
+def summary_line(result: AgentRunResult, plateau: int | None = None) -> str:
+    """The run's last line: the best latency (3 significant digits) with its configuration,
+    or, without timings, what was feasible; and why the run stopped, in words."""
     tried = len(result.attempts)
     feasible = [a for a in result.attempts if a["feasible"]]
+    reasons = {
+        "plateau": f"stopped: {plateau} attempts without improvement" if plateau else "plateau",
+        "budget": "the attempt budget is spent",
+    }
+    why = reasons.get(result.stop_reason or "", result.stop_reason or "stopped")
     if result.best_latency_ms is not None:
-        return (
-            f"best {result.best_latency_ms:.4g} ms with {result.best_config} after {tried} "
-            f"attempts ({result.stop_reason})"
-        )
+        config = " ".join(f"{name}={value}" for name, value in (result.best_config or {}).items())
+        return f"best {result.best_latency_ms:.3g} ms with {config} after {tried} attempts ({why})"
     if feasible and all(a["latency_ms"] is None for a in feasible):
         return (
             f"{len(feasible)} of {tried} attempts feasible (compiled, correct, did the work); "
             f"no latency: the {result.evidence.get('runner', 'runner')} runner decides "
-            f"feasibility only, first feasible {feasible[0]['config']} ({result.stop_reason})"
+            f"feasibility only, first feasible {feasible[0]['config']} ({why})"
         )
-    return f"no feasible attempt in {tried} ({result.stop_reason})"
+    return f"no feasible attempt in {tried} ({why})"
 
 
 def run_live(

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from agent_client.context import DEFAULT_PLATEAU
 from memory_service.cli.common import console, fail
 
 agent_app = typer.Typer(help="Run the LangGraph tuning agent.", no_args_is_help=True)
@@ -48,8 +49,9 @@ def agent_run(
     k: Annotated[int, typer.Option(help="lessons per retrieval")] = 3,
     seed: Annotated[int, typer.Option()] = 0,
     plateau: Annotated[
-        int | None, typer.Option(help="stop after this many attempts without improvement")
-    ] = None,
+        int,
+        typer.Option(help="stop after this many attempts without improvement; 0 runs the budget"),
+    ] = DEFAULT_PLATEAU,
     run_id: Annotated[
         str | None, typer.Option(help="name the run (resume with the same id)")
     ] = None,
@@ -75,7 +77,7 @@ def agent_run(
     if runner not in RUNNERS:
         fail(f"unknown runner {runner!r}; valid: {', '.join(RUNNERS)}")
     settings = settings_for()
-    show = None if as_json else (lambda entry: console.print(format_attempt(entry)))
+    show = None if as_json else _printer(format_attempt)
     common = {
         "proposer": proposer,
         "k": k,
@@ -129,7 +131,12 @@ def agent_run(
     else:
         from agent_client.live import summary_line
 
-        console.print(summary_line(result))
+        console.print(summary_line(result, plateau), markup=False, highlight=False)
+
+
+def _printer(format_attempt: Any) -> Any:
+    """Print each attempt as plain text: configurations hold brackets rich would read."""
+    return lambda entry: console.print(format_attempt(entry), markup=False, highlight=False)
 
 
 def _run_live(
