@@ -34,7 +34,8 @@ def test_agent_run_stops_at_the_default_plateau_and_prints_whole_lines():
     assert lines[-1].startswith("best ") and "stopped: 8 attempts without improvement" in lines[-1]
     attempts = [line for line in lines if line.startswith("#")]
     assert 8 < len(attempts) < 60
-    assert all(line.startswith(("#", "      config ", "best ")) for line in lines), lines
+    starts = ("#", "      config ", "      error ", "best ")
+    assert all(line.startswith(starts) for line in lines), lines
     assert not re.search(r"\d\.\d{5,}", result.output)  # no raw floats
 
 
