@@ -1,25 +1,27 @@
-"""`tunemem bench learning`: leave-one-chip-out tuning on recorded Kernel Tuner search spaces.
+"""`tunemem bench learning`: tuning by replay on recorded Kernel Tuner search spaces, with and
+without the memory, in two protocols.
 
-For every kernel (op) in a folder of caches and every chip T holding a cache of it: a fresh
-service ingests the caches of the other chips (plus any `--sources`), the agent tunes each of
-those chips with the same budget (so lessons gather values across chips), then tunes T, whose
-data was never ingested, and the best-so-far curve on T is recorded. Arms: random search (no
-memory), similarity-only retrieval, value-driven retrieval without and with scope back-off;
-plus the naive-transfer line (each source's best configuration tried once on T). The agent
+- `loo` (leave-one-chip-out): for every task (kernel family, chip) T a fresh service ingests
+  the caches of the family's other chips, the agent tunes each of those chips with the same
+  budget without seeing that chip's own lessons (so the values it leaves are about transfer),
+  then tunes T, whose data was never ingested.
+- `lifelong` (`bench.learning_lifelong`): one memory serves a seeded stream of all tasks.
+
+Arms: random search (no memory), similarity-only retrieval, value-driven retrieval without and
+with scope back-off (the chain estimate), the generalised value (`retrieval.generalised`:
+recorded reach, neighbour chips, source prior), and `default` (no ranking options: what a user
+gets); plus the naive-transfer line (each source's best configuration tried once). The agent
 reaches the service over HTTP (a real uvicorn server on a free port), like any other client.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import random
-import statistics
 import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,69 +29,27 @@ from agent_client.client import MemoryClient
 from agent_client.proposers import create_proposer
 from agent_client.run import run_graph
 from bench import machine
-from bench.learning_report import (
-    MILESTONES,
-    average,
-    write_markdown,
-    write_plot,
-)
-from ingest.readers import read_any
-from ingest.records import TrajectoryRecord
-from kernels.runners.replay import Recording, ReplayRunner
+from bench.learning_lifelong import lifelong_report, ranking_quality, run_random, run_stream
+from bench.learning_summary import family_means, goals, summarise, summary_of
+from bench.learning_tasks import Task, discover_tasks, naive_transfer
+from kernels.runners.replay import ReplayRunner
 
-DEFAULT_CACHES = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "kerneltuner"
+DEFAULT_CACHES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "kerneltuner"
 WIDEN_K = 30  # lessons asked for when none of the k carries an untried configuration
-THRESHOLDS = (0.90, 0.95)
-# Ranking overrides per arm (the service's own defaults otherwise); None = no memory.
-# k_recall: every arm re-ranks the same wide pool, so lessons from other backends can surface.
+PROTOCOLS = ("loo", "lifelong")
+# Ranking options per arm; None = no memory; {} = the service's own defaults.
+# k_recall: the explicit arms re-rank the same wide pool, so lessons from other backends can
+# surface; `default` recalls as the service does by itself.
 ARMS: dict[str, dict[str, Any] | None] = {
     "random": None,
     "similarity": {"lam": 0.0, "exploration_c": 0.0, "k_recall": 60},
-    "value": {"lam": 0.5, "backoff": False, "k_recall": 60},
-    "value_backoff": {"lam": 0.5, "backoff": True, "k_recall": 60},
+    "value": {"lam": 0.5, "backoff": False, "k_recall": 60, "values": "chain"},
+    "value_backoff": {"lam": 0.5, "backoff": True, "k_recall": 60, "values": "chain"},
+    "generalised": {"lam": 0.5, "k_recall": 60, "values": "generalised"},
+    "default": {},
 }
-
-
-@dataclass
-class Chip:
-    """One recorded search space: its recording and, for sources, its trajectory to ingest."""
-
-    chip: str
-    path: Path
-    recording: Recording
-    trajectory: TrajectoryRecord | None = None
-
-
-def discover(paths: list[Path]) -> dict[str, dict[str, Chip]]:
-    """Kernel Tuner caches under `paths`, grouped by op then chip (other files are skipped)."""
-    found: dict[str, dict[str, Chip]] = {}
-    for root in paths:
-        files = (
-            [root]
-            if root.is_file()
-            else sorted(
-                Path(folder) / name
-                for folder, _, names in os.walk(root, followlinks=True)
-                for name in names
-                if name.endswith((".json", ".json.gz"))
-            )
-        )
-        for path in files:
-            try:
-                recording = Recording(path)
-            except (ValueError, KeyError, json.JSONDecodeError):
-                continue
-            found.setdefault(recording.task.op, {})[recording.context.chip] = Chip(
-                recording.context.chip, path, recording
-            )
-    return found
-
-
-def _trajectory(chip: Chip) -> TrajectoryRecord:
-    if chip.trajectory is None:
-        records = [r for r in read_any([chip.path]) if isinstance(r, TrajectoryRecord)]
-        chip.trajectory = records[0]
-    return chip.trajectory
+# index=memory: exact cosine over the (small) lesson set, no Chroma directory per run.
+SERVICE_SETTINGS: dict[str, Any] = {"index": "memory"}
 
 
 class LiveService:
@@ -124,58 +84,33 @@ class LiveService:
         self._dir.cleanup()
 
 
-def fractions(curve: list[float | None], optimum: float, budget: int) -> list[float]:
-    """Best-so-far fraction of the optimum after each attempt (0 before a feasible one)."""
-    best: float | None = None
-    out = []
-    for latency in curve[:budget]:
-        if latency is not None and (best is None or latency < best):
-            best = latency
-        out.append(optimum / best if best else 0.0)
-    return out + [out[-1] if out else 0.0] * (budget - len(out))
-
-
-def source_order(sources: list[Chip], seed: int) -> list[Chip]:
-    """The order the source chips are tuned in: sorted for seed 0, shuffled by other seeds.
-
-    Values depend on the order lessons are tried across chips, so seeds vary it; the spread
-    over seeds then says how much a result owes to that order.
-    """
-    ordered = sorted(sources, key=lambda c: c.chip)
+def source_order(sources: list[Task], seed: int) -> list[Task]:
+    """The order source chips are tuned in (loo): sorted for seed 0, shuffled by other seeds."""
+    ordered = sorted(sources, key=lambda t: t.name)
     if seed:
         random.Random(seed).shuffle(ordered)
     return ordered
 
 
-def run_arm(
+def run_loo_arm(
     arm: str,
-    target: Chip,
-    sources: list[Chip],
+    target: Task,
+    sources: list[Task],
     seed: int,
     budget: int,
     k: int,
-    service_settings: dict[str, Any],
-    embedder: Any = None,
+    factory: Callable[[], LiveService],
 ) -> dict[str, Any]:
     """One (arm, seed) on one target: source runs to gather values, then the target run."""
     options = ARMS[arm]
-    tag = f"{target.recording.task.op}-{target.chip}-{arm}-{seed}"
     if options is None:
-        proposer = create_proposer("random")
-        result = run_graph(
-            ReplayRunner(recording=target.recording), proposer, None, budget, run_id=tag, seed=seed
-        )
-        return {"curve": [a["latency_ms"] for a in result.attempts], "origins": []}
-    live = LiveService(service_settings, embedder)
+        return run_random(target, seed, budget)
+    live = factory()
     try:
-        live.service.ingest([_trajectory(s) for s in sources])
+        live.service.ingest([s.trajectory() for s in sources])
         with MemoryClient(live.url) as client:
-            settings: dict[str, Any] = {
-                "seed": seed,
-                "k": k,
-                "widen_k": WIDEN_K,
-                "options": options,
-            }
+            settings: dict[str, Any] = {"seed": seed, "k": k, "widen_k": WIDEN_K}
+            settings["options"] = options
             for i, source in enumerate(source_order(sources, seed)):
                 # A source run does not see its own chip's lessons: the values it leaves are
                 # about how other chips' lessons carry over, which is what the target needs.
@@ -184,16 +119,17 @@ def run_arm(
                     create_proposer("structured"),
                     client,
                     budget,
-                    run_id=f"{tag}-src{i}",
+                    run_id=f"{target.name}-{arm}-{seed}-src{i}",
                     hidden_chips=(source.chip,),
                     **settings,
                 )
+            quality = ranking_quality(client, target, options)
             result = run_graph(
                 ReplayRunner(recording=target.recording),
                 create_proposer("structured"),
                 client,
                 budget,
-                run_id=tag,
+                run_id=f"{target.name}-{arm}-{seed}",
                 **settings,
             )
     finally:
@@ -201,174 +137,173 @@ def run_arm(
     return {
         "curve": [a["latency_ms"] for a in result.attempts],
         "origins": [a["origin"].split(":")[0] for a in result.attempts],
+        **quality,
     }
 
 
-def _spread(values: list[float]) -> dict[str, float]:
-    return {
-        "mean": statistics.fmean(values),
-        "std": statistics.pstdev(values) if len(values) > 1 else 0.0,
-        "min": min(values),
-        "max": max(values),
-    }
-
-
-def summarise(runs: list[dict[str, Any]], optimum: float, budget: int) -> dict[str, Any]:
-    """Milestone fractions, attempts to thresholds and first-attempt feasibility over seeds."""
-    curves = [fractions(r["curve"], optimum, budget) for r in runs]
-    summary: dict[str, Any] = {
-        "fraction_at": {
-            str(m): _spread([c[min(m, budget) - 1] for c in curves]) for m in MILESTONES
-        },
-        "first_attempt_feasible": statistics.fmean(
-            1.0 if r["curve"] and r["curve"][0] is not None else 0.0 for r in runs
-        ),
-        "mean_curve": [statistics.fmean(c[i] for c in curves) for i in range(budget)],
-    }
-    for threshold in THRESHOLDS:
-        hits = [next((i + 1 for i, f in enumerate(c) if f >= threshold), None) for c in curves]
-        reached = [h for h in hits if h is not None]
-        summary[f"attempts_to_{int(threshold * 100)}"] = {
-            "reached": len(reached),
-            "of": len(hits),
-            "median": statistics.median(reached) if reached else None,
-            "per_seed": hits,
+def run_loo(
+    tasks: list[Task],
+    extra: list[Task],
+    arms: list[str],
+    seeds: int,
+    budget: int,
+    k: int,
+    factory: Callable[[], LiveService],
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """Leave-one-chip-out over every task that has at least one source of its family."""
+    started = time.time()
+    results: dict[str, Any] = {}
+    for target in tasks:
+        sources = [t for t in tasks + extra if t.family == target.family and t.chip != target.chip]
+        if not sources:
+            log(f"{target.name}: no source chips of its family, skipped")
+            continue
+        per_arm = {}
+        for arm in arms:
+            runs = [run_loo_arm(arm, target, sources, s, budget, k, factory) for s in range(seeds)]
+            per_arm[arm] = summarise(runs, target.optimum_ms, budget)
+            per_arm[arm]["origins"] = [r["origins"] for r in runs]
+            means = per_arm[arm]["fraction_at"]
+            log(
+                f"{target.name} {arm}: "
+                + ", ".join(f"@{m} {means[m]['mean']:.3f}" for m in means)
+                + f" ({time.time() - started:.0f}s)"
+            )
+        results[target.name] = {
+            "family": target.family,
+            "chip": target.chip,
+            "path": str(target.path),
+            "sources": [s.chip for s in sources],
+            "optimum_ms": target.optimum_ms,
+            "arms": per_arm,
+            "naive_transfer": naive_transfer(target, sources),
         }
-    return summary
-
-
-def naive_transfer(target: Chip, sources: list[Chip]) -> dict[str, float]:
-    """Each source's best configuration tried once on the target: fraction of its optimum."""
-    optimum = target.recording.best()[1]
-    line = {}
-    for source in sources:
-        latency = target.recording.latency_of(source.recording.best()[0])
-        line[source.chip] = optimum / latency if latency else 0.0
-    return line
-
-
-def goals(per_arm: dict[str, Any], transfer: dict[str, float], budget: int) -> dict[str, bool]:
-    """The issue's targets for value-driven memory with back-off, checked on seed means."""
-    vb = per_arm["value_backoff"]["fraction_at"]
-    curve_vb = per_arm["value_backoff"]["mean_curve"]
-    curve_sim = per_arm["similarity"]["mean_curve"]
+    summary = summary_of(results, arms)
+    families = family_means(results, arms)
+    transfers = [max(r["naive_transfer"].values(), default=0.0) for r in results.values()]
     return {
-        "reach_90_within_5": vb["5"]["mean"] >= 0.90,
-        "reach_95_within_10": vb["10"]["mean"] >= 0.95,
-        "beats_best_transfer_at_10": vb["10"]["mean"] > max(transfer.values(), default=0.0),
-        "beats_similarity_every_budget": all(
-            v > s or (v >= 1.0 - 1e-12 and s >= 1.0 - 1e-12)
-            for v, s in zip(curve_vb[:20], curve_sim[:20], strict=True)
-        ),
-        "first_attempt_feasible_99": per_arm["value_backoff"]["first_attempt_feasible"] >= 0.99,
+        "tasks": results,
+        "summary": summary,
+        "families": families,
+        "goals": goals(summary, families),
+        "best_single_transfer": sum(transfers) / len(transfers) if transfers else 0.0,
     }
 
 
-# The held-out protocol: the method (distillation, agent, arms) was developed looking only at
-# these kernels' results; every other kernel is reported apart, as held-out.
-DEVELOPMENT_OPS = ("convolution",)
-DEVELOPMENT_NOTE = (
-    "Development kernel: convolution (the method was changed and tuned looking only at its"
-    " results); dedispersion is held out (run once, after the last change)."
-)
+def run_lifelong(
+    tasks: list[Task],
+    warmup: list[Task],
+    arms: list[str],
+    seeds: int,
+    budget: int,
+    k: int,
+    factory: Callable[[], LiveService],
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """Every arm over `seeds` stream orders of the tasks (warm-up tasks first, not scored)."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for arm in arms:
+        options = ARMS[arm]
+        runs[arm] = []
+        for seed in range(seeds):
+            if options is None:
+                from bench.learning_lifelong import stream_order
 
-# index=memory: exact cosine over the (small) lesson set, no Chroma directory per run.
-# dedup_threshold=1.0: the ranked exemplars of one chip differ only in their numbers; merged as
-# near-duplicates, one configuration per chip would survive.
-SERVICE_SETTINGS: dict[str, Any] = {"index": "memory", "dedup_threshold": 1.0}
+                order = stream_order(tasks, seed)
+                runs[arm] += [
+                    {"task": t.name, "position": p, **run_random(t, seed, budget)}
+                    for p, t in enumerate(order)
+                ]
+                continue
+            runs[arm] += run_stream(
+                arm, options, tasks, warmup, seed, budget, k, WIDEN_K, factory, log
+            )
+    return lifelong_report(runs, tasks, warmup, budget)
 
 
 def run_learning_bench(
-    caches: Path = DEFAULT_CACHES,
+    caches: list[Path] | None = None,
+    *,
+    protocol: str = "loo",
+    warmup: list[Path] | None = None,
     sources: list[Path] | None = None,
     seeds: int = 5,
     budget: int = 20,
     out: Path = Path("bench/results/learning.json"),
-    *,
     k: int = 5,
     quick: bool = False,
     arms: list[str] | None = None,
+    note: str = "",
+    embedder: str = "minilm",
     log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Run the leave-one-chip-out benchmark; write JSON, Markdown and PNG next to `out`.
+    """Run one protocol; write JSON (with a top-level `summary` per arm), Markdown and PNG.
 
     Args:
-        caches: a folder of Kernel Tuner caches (searched recursively), grouped by kernel.
-        sources: extra caches or folders used only as sources, never as targets.
-        seeds: seeds per (target, arm); budget: attempts per run, on sources and target alike.
+        caches: folders (or files) of Kernel Tuner caches, searched recursively; the tasks.
+        protocol: `loo` or `lifelong`.
+        warmup: lifelong only: caches whose tasks run first and are not scored.
+        sources: loo only: caches used only as sources, never as targets.
+        seeds: seeds (stream orders, source orders) per arm; budget: attempts per task.
         out: the JSON path; `.md` and `.png` are written beside it.
-        k: lessons per retrieval; quick: 1 seed, 6 attempts, 2 targets per kernel (for tests).
-        arms: subset of ARMS to run (all by default).
+        k: lessons per retrieval; quick: 1 seed, 6 attempts (for tests).
+        arms: a subset of ARMS (all by default). note: a line the Markdown carries.
+        embedder: the service's embedder (`minilm`, the default, or `hashing`).
     """
+    from bench.learning_lifelong_report import write_markdown as lifelong_markdown
+    from bench.learning_lifelong_report import write_plot as lifelong_plot
+    from bench.learning_report import write_markdown, write_plot
+    from memory_service.core.embedder import create_embedder
+
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r}; valid: {', '.join(PROTOCOLS)}")
     log = log or (lambda message: print(message, flush=True))
     if quick:
         seeds, budget = 1, min(budget, 6)
     arms = arms or list(ARMS)
-    targets = discover([caches])
-    extra = discover(list(sources or []))
-    from memory_service.core.embedder import create_embedder
+    unknown = [a for a in arms if a not in ARMS]
+    if unknown:
+        raise ValueError(f"unknown arms {unknown}; valid: {', '.join(ARMS)}")
+    cache_paths = list(caches or [DEFAULT_CACHES])
+    tasks = discover_tasks(cache_paths)
+    warm = discover_tasks(list(warmup)) if warmup else []
+    extra = discover_tasks(list(sources)) if sources else []
+    shared_embedder = create_embedder(embedder, None)  # loaded once, shared by every service
+    settings = {**SERVICE_SETTINGS, "embedder": embedder}
 
-    embedder = create_embedder("minilm", None)  # loaded once, shared by every service
+    def factory() -> LiveService:
+        return LiveService(settings, shared_embedder)
+
     started = time.time()
-    results: dict[str, Any] = {}
-    for op, chips in sorted(targets.items()):
-        chosen = sorted(chips)[:2] if quick else sorted(chips)
-        for target_id in chosen:
-            target = chips[target_id]
-            pool = {**extra.get(op, {}), **{c: v for c, v in chips.items() if c != target_id}}
-            pool.pop(target_id, None)
-            srcs = [pool[c] for c in sorted(pool)]
-            if not srcs:
-                log(f"{op}/{target_id}: no source chips, skipped")
-                continue
-            optimum = target.recording.best()[1]
-            per_arm = {}
-            for arm in arms:
-                runs = [
-                    run_arm(arm, target, srcs, seed, budget, k, SERVICE_SETTINGS, embedder)
-                    for seed in range(seeds)
-                ]
-                per_arm[arm] = summarise(runs, optimum, budget)
-                per_arm[arm]["origins"] = [r["origins"] for r in runs]
-                log(
-                    f"{op}/{target_id} {arm}: "
-                    + ", ".join(
-                        f"@{m} {per_arm[arm]['fraction_at'][str(m)]['mean']:.3f}"
-                        for m in MILESTONES
-                    )
-                    + f" ({time.time() - started:.0f}s)"
-                )
-            transfer = naive_transfer(target, srcs)
-            entry = {
-                "op": op,
-                "target": target_id,
-                "sources": [s.chip for s in srcs],
-                "optimum_ms": optimum,
-                "arms": per_arm,
-                "naive_transfer": transfer,
-            }
-            if {"value_backoff", "similarity"} <= set(per_arm):
-                entry["goals"] = goals(per_arm, transfer, budget)
-            results[f"{op}/{target_id}"] = entry
+    if protocol == "loo":
+        body = run_loo(tasks, extra, arms, seeds, budget, k, factory, log)
+    else:
+        body = run_lifelong(tasks, warm, arms, seeds, budget, k, factory, log)
     report = {
         "benchmark": "learning",
-        "protocol": "leave-one-chip-out on recorded Kernel Tuner search spaces (replay)",
-        "caches": str(caches),
+        "protocol": protocol,
+        "caches": [str(c) for c in cache_paths],
+        "warmup": [str(w) for w in warmup or []],
         "extra_sources": [str(s) for s in sources or []],
+        "n_scored": len(tasks),
+        "n_warmup": len(warm),
         "seeds": seeds,
         "budget": budget,
         "k": k,
         "arms": {a: ARMS[a] for a in arms},
-        "service_settings": SERVICE_SETTINGS,
+        "service_settings": settings,
         "machine": machine(),
-        "elapsed_s": round(time.time() - started, 1),
-        "development_ops": list(DEVELOPMENT_OPS),
-        "development_note": DEVELOPMENT_NOTE,
-        "targets": results,
-        "average": average(results, arms),
+        "note": note,
+        **body,
     }
+    report["elapsed_s"] = round(time.time() - started, 1)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2))
-    write_markdown(report, out.with_suffix(".md"))
-    write_plot(report, out.with_suffix(".png"))
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    if protocol == "loo":
+        write_markdown(report, out.with_suffix(".md"))
+        write_plot(report, out.with_suffix(".png"))
+    else:
+        lifelong_markdown(report, out.with_suffix(".md"))
+        lifelong_plot(report, out.with_suffix(".png"))
     return report

@@ -1,133 +1,101 @@
-"""The learning benchmark's report: averages over targets, the Markdown tables and the plot.
+"""The learning benchmark's report tables and the leave-one-chip-out Markdown and plot.
 
-Targets whose kernel was used to develop the method are reported apart from held-out ones
-(`report["development_ops"]`), each group with its own averages, so a reader can tell tuning
-data from test data.
+The table helpers are shared with the lifelong report (`bench.learning_lifelong_report`):
+a summary table per arm (fraction of the optimum at 1/5/10/20 attempts, top-k ranking quality,
+first-attempt feasibility) and a per-task table with spread over seeds.
 """
 
 from __future__ import annotations
 
-import statistics
 from pathlib import Path
 from typing import Any
 
-MILESTONES = (1, 5, 10, 20)
+from bench.learning_summary import MILESTONES, TOP_KEYS
 
 
-def average(results: dict[str, Any], arms: list[str]) -> dict[str, Any]:
-    """Per arm, the mean over targets of the per-target seed means."""
-    average: dict[str, Any] = {}
-    for arm in arms:
-        entries = [r["arms"][arm] for r in results.values() if arm in r["arms"]]
-        if not entries:
-            continue
-        average[arm] = {
-            "fraction_at": {
-                str(m): statistics.fmean(e["fraction_at"][str(m)]["mean"] for e in entries)
-                for m in MILESTONES
-            },
-            "first_attempt_feasible": statistics.fmean(
-                e["first_attempt_feasible"] for e in entries
-            ),
-        }
-    transfers = [max(r["naive_transfer"].values()) for r in results.values()]
-    if transfers:
-        average["best_single_transfer"] = statistics.fmean(transfers)
-    return average
+def _cells(means: dict[str, float], marks: list[int]) -> str:
+    cells = [f"{means[str(m)]:.3f}" for m in marks]
+    cells += [f"{means[k]:.3f}" if k in means else "" for k in TOP_KEYS]
+    return " | ".join(cells) + f" | {means['first_attempt_feasible']:.2f}"
 
 
-def _fmt_hits(hits: dict[str, Any], budget: int) -> str:
+def summary_table(summary: dict[str, dict[str, float]], marks: list[int]) -> list[str]:
+    """One row per arm: means over tasks."""
+    head = " | ".join(f"@{m}" for m in marks) + " | top-1 | top-3 | top-5 | 1st feasible"
+    lines = [f"| arm | {head} |", "|" + "---|" * (len(marks) + 5)]
+    for arm, means in summary.items():
+        lines.append(f"| {arm} | {_cells(means, marks)} |")
+    return lines
+
+
+def _hits(hits: dict[str, Any], budget: int) -> str:
     if hits["median"] is None:
         return f">{budget} (0/{hits['of']})"
     return f"{hits['median']:g} ({hits['reached']}/{hits['of']})"
 
 
-def groups(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """Targets split into held-out and development kernels (one group when none is named)."""
-    development = set(report.get("development_ops") or ())
-    targets = report["targets"]
-    if not development:
-        return [("All targets", targets)]
-    held = {k: e for k, e in targets.items() if e["op"] not in development}
-    dev = {k: e for k, e in targets.items() if e["op"] in development}
-    named = [
-        (f"Held-out kernels ({', '.join(sorted({e['op'] for e in held.values()}))})", held),
-        (f"Development kernels ({', '.join(sorted(development))})", dev),
+def task_rows(tasks: dict[str, Any], marks: list[int], budget: int) -> list[str]:
+    """One row per (task, arm) with mean ± std over seeds, and the naive-transfer line."""
+    head = " | ".join(f"@{m}" for m in marks)
+    lines = [
+        f"| task | arm | {head} | to 90% | to 95% | top-1 | top-3 | top-5 | 1st feasible |",
+        "|" + "---|" * (len(marks) + 8),
     ]
-    return [(title, entries) for title, entries in named if entries]
-
-
-def _target_rows(targets: dict[str, Any], marks: list[int], budget: int) -> list[str]:
-    header = "| target | arm | " + " | ".join(f"@{m}" for m in marks)
-    lines = [header + " | to 90% | to 95% | 1st feasible |", "|" + "---|" * (len(marks) + 5)]
-    for key, entry in targets.items():
+    for name, entry in tasks.items():
         for arm, s in entry["arms"].items():
             cells = [
                 f"{s['fraction_at'][str(m)]['mean']:.3f} ± {s['fraction_at'][str(m)]['std']:.3f}"
                 for m in marks
             ]
+            tops = [f"{s[k]['mean']:.3f}" if k in s else "" for k in TOP_KEYS]
             lines.append(
-                f"| {key} | {arm} | "
+                f"| {name} | {arm} | "
                 + " | ".join(cells)
-                + f" | {_fmt_hits(s['attempts_to_90'], budget)}"
-                f" | {_fmt_hits(s['attempts_to_95'], budget)}"
-                f" | {s['first_attempt_feasible']:.2f} |"
+                + f" | {_hits(s['attempts_to_90'], budget)} | {_hits(s['attempts_to_95'], budget)}"
+                + " | "
+                + " | ".join(tops)
+                + f" | {s['first_attempt_feasible']:.2f} |"
             )
         transfer = ", ".join(f"{c} {f:.3f}" for c, f in entry["naive_transfer"].items())
-        lines.append(f"| {key} | naive transfer | {transfer} |" + " |" * (len(marks) + 2))
+        lines.append(f"| {name} | naive transfer | {transfer} |" + " |" * (len(marks) + 6))
     return lines
 
 
-def _average_rows(mean: dict[str, Any], marks: list[int]) -> list[str]:
-    lines = ["| arm | " + " | ".join(f"@{m}" for m in marks) + " | 1st feasible |"]
-    lines.append("|" + "---|" * (len(marks) + 2))
-    for arm, s in mean.items():
-        if arm == "best_single_transfer":
-            continue
-        cells = [f"{s['fraction_at'][str(m)]:.3f}" for m in marks]
-        lines.append(f"| {arm} | " + " | ".join(cells) + f" | {s['first_attempt_feasible']:.2f} |")
-    if "best_single_transfer" in mean:
-        lines.append(f"\nBest single-source transfer, averaged: {mean['best_single_transfer']:.3f}")
-    return lines
+def goal_rows(goals: dict[str, bool]) -> list[str]:
+    lines = ["| goal | met |", "|---|---|"]
+    return lines + [f"| {g} | {'yes' if ok else 'NO'} |" for g, ok in goals.items()]
 
 
-def _goal_rows(targets: dict[str, Any]) -> list[str]:
-    rows = [(k, e["goals"]) for k, e in targets.items() if "goals" in e]
-    if not rows:
-        return []
-    names = list(rows[0][1])
-    lines = ["| target | " + " | ".join(names) + " |", "|" + "---|" * (len(names) + 1)]
-    for key, g in rows:
-        lines.append(f"| {key} | " + " | ".join("yes" if g[n] else "NO" for n in names) + " |")
-    return lines
+def header(report: dict[str, Any], title: str) -> list[str]:
+    return [
+        f"# {title}\n",
+        f"Caches: {', '.join(f'`{c}`' for c in report['caches'])}; {report['n_scored']} tasks;"
+        f" seeds {report['seeds']}; budget {report['budget']}; k {report['k']}; embedder"
+        f" {report['service_settings'].get('embedder')}; machine {report['machine']['cpu']},"
+        f" {report['machine']['cores']} cores; {report['elapsed_s']} s. Fractions are of each"
+        " task's recorded optimum, best so far, mean over seeds, then over tasks; top-k is the"
+        " best of the service's first k exemplar configurations of the task's parameter space,"
+        " asked before the task is tuned (no search).\n",
+    ] + ([f"{report['note']}\n"] if report.get("note") else [])
 
 
 def write_markdown(report: dict[str, Any], path: Path) -> None:
-    """Per group of targets: fractions at milestones (mean ± std), attempts to 90/95%,
-    averages over the group's targets and the goals."""
+    """Leave-one-chip-out: summary, per kernel family, goals, per task."""
     budget = report["budget"]
     marks = [m for m in MILESTONES if m <= budget]
-    lines = [
-        "# Learning benchmark (replay, leave-one-chip-out)\n",
-        f"Caches: `{report['caches']}`; seeds {report['seeds']}; budget {budget}; k {report['k']};"
-        f" machine {report['machine']['cpu']}, {report['machine']['cores']} cores;"
-        f" {report['elapsed_s']} s. Fractions are of the target's recorded optimum, best so far,"
-        " mean ± std over seeds; attempts are the median over seeds that reached the threshold"
-        " (reached/seeds).\n",
-    ]
-    if report.get("development_note"):
-        lines.append(f"{report['development_note']}\n")
-    arms = list(report.get("arms") or {})
-    for title, targets in groups(report):
-        lines.append(f"## {title}\n")
-        lines += _target_rows(targets, marks, budget)
-        lines.append(f"\n### {title}: averaged over targets\n")
-        lines += _average_rows(average(targets, arms), marks)
-        goal_lines = _goal_rows(targets)
-        if goal_lines:
-            lines.append(f"\n### {title}: goals (value_backoff, seed means)\n")
-            lines += goal_lines
-        lines.append("")
+    lines = header(report, "Learning benchmark (replay, leave-one-chip-out)")
+    lines.append("## All targets\n")
+    lines += summary_table(report["summary"], marks)
+    lines.append(f"\nBest single-source transfer: {report['best_single_transfer']:.3f}\n")
+    lines.append("## Per kernel family\n")
+    for family, summary in report["families"].items():
+        lines.append(f"### {family}\n")
+        lines += summary_table(summary, marks) + [""]
+    if report.get("goals"):
+        lines.append("## Goals (default against similarity, seed means)\n")
+        lines += goal_rows(report["goals"]) + [""]
+    lines.append("## Per target\n")
+    lines += task_rows(report["tasks"], marks, budget)
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -138,7 +106,7 @@ def write_plot(report: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    entries = list(report["targets"].items())
+    entries = list(report["tasks"].items())
     if not entries:
         return
     cols = min(4, len(entries))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from retrieval.values import ValueEstimate
 
@@ -27,6 +27,10 @@ class RankingSettings:
     q0: float = 0.0
     kappa: float = 2.0
     backoff: bool = True
+    # "chain": the lesson's own outcomes down the scope chain (retrieval.values);
+    # "generalised": also recorded reach, neighbour chips and a source prior
+    # (retrieval.generalised).
+    values: str = "chain"
 
 
 def recall_size(settings: RankingSettings, memory_size: int) -> int:
@@ -57,6 +61,7 @@ class RankedLesson:
     z_value: float
     ci_low: float
     ci_high: float
+    value_terms: dict[str, float] = field(default_factory=dict)
 
 
 def zscores(values: Sequence[float], clip: float) -> list[float]:
@@ -105,6 +110,7 @@ def rank(candidates: Sequence[Candidate], settings: RankingSettings) -> list[Ran
                 z_value=zv,
                 ci_low=cand.estimate.ci_low,
                 ci_high=cand.estimate.ci_high,
+                value_terms=dict(cand.estimate.weights),
             )
         )
     ranked.sort(key=lambda r: (-r.score, -r.similarity, r.lesson_id))

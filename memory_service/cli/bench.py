@@ -39,29 +39,61 @@ def bench_ingest(
 @bench_app.command("learning")
 def bench_learning(
     caches: Annotated[
-        Path | None, typer.Option(help="folder of Kernel Tuner caches (one sub-folder per kernel)")
+        list[Path] | None,
+        typer.Option(help="folders or files of Kernel Tuner caches: the tasks (repeatable)"),
+    ] = None,
+    protocol: Annotated[str, typer.Option(help="loo (leave-one-chip-out) or lifelong")] = "loo",
+    warmup: Annotated[
+        list[Path] | None,
+        typer.Option(help="lifelong: caches whose tasks run first, not scored (repeatable)"),
     ] = None,
     sources: Annotated[
-        list[Path] | None, typer.Option(help="extra caches used only as sources")
+        list[Path] | None, typer.Option(help="loo: extra caches used only as sources")
     ] = None,
-    seeds: Annotated[int, typer.Option()] = 5,
-    budget: Annotated[int, typer.Option()] = 20,
-    out: Annotated[Path, typer.Option(help="JSON result path")] = Path(
+    seeds: Annotated[int, typer.Option(help="stream orders (lifelong) or source orders")] = 5,
+    budget: Annotated[int, typer.Option(help="attempts per task")] = 20,
+    arms: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="arms to run (repeatable): random, similarity, value, value_backoff,"
+            " generalised, default; all by default"
+        ),
+    ] = None,
+    embedder: Annotated[str, typer.Option(help="service embedder: minilm or hashing")] = "minilm",
+    note: Annotated[str, typer.Option(help="a line the Markdown report carries")] = "",
+    out: Annotated[Path, typer.Option(help="JSON result path (.md and .png beside it)")] = Path(
         "bench/results/learning.json"
     ),
     quick: Annotated[bool, typer.Option("--quick", help="tiny run for smoke tests")] = False,
 ) -> None:
-    """Leave-one-chip-out learning benchmark on recorded search spaces (replay)."""
-    from bench.learning import run_learning_bench
+    """Learning benchmark on recorded search spaces (replay): loo or lifelong protocol."""
+    from bench.learning import ARMS, PROTOCOLS, run_learning_bench
+    from bench.learning_tasks import TaskDataError
 
-    run_learning_bench(
-        caches=caches or (DEFAULT_SHARED / "kerneltuner"),
-        sources=list(sources or []),
-        seeds=seeds,
-        budget=budget,
-        out=out,
-        quick=quick,
-    )
+    if protocol not in PROTOCOLS:
+        err.print(f"error: unknown protocol {protocol!r}; valid: {', '.join(PROTOCOLS)}")
+        raise typer.Exit(2)
+    unknown = [a for a in arms or [] if a not in ARMS]
+    if unknown:
+        err.print(f"error: unknown arms {', '.join(unknown)}; valid: {', '.join(ARMS)}")
+        raise typer.Exit(2)
+    try:
+        run_learning_bench(
+            caches=list(caches or [DEFAULT_SHARED / "kerneltuner"]),
+            protocol=protocol,
+            warmup=list(warmup or []),
+            sources=list(sources or []),
+            seeds=seeds,
+            budget=budget,
+            out=out,
+            quick=quick,
+            arms=list(arms) if arms else None,
+            note=note,
+            embedder=embedder,
+        )
+    except TaskDataError as exc:
+        err.print(f"error: {exc}")
+        raise typer.Exit(2) from exc
 
 
 def _register_service_bench() -> None:

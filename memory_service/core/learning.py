@@ -19,6 +19,7 @@ from ingest.records import stable_hash
 from memory_service.core import ids
 from memory_service.core.embedder import Embedder
 from memory_service.core.errors import InvalidInput
+from memory_service.core.evidence import Evidence
 from memory_service.core.index import VectorIndex
 from memory_service.core.lessons import get_row, value_rows
 from memory_service.core.models import (
@@ -41,6 +42,7 @@ from memory_service.core.store import Store
 from memory_service.core.transfer_text import transfer_fields
 from memory_service.core.values import apply_reward, compute_reward
 from retrieval.gating import Query, gate
+from retrieval.generalised import GeneralisedSettings
 from retrieval.query import query_text
 from retrieval.ranking import Candidate, rank, recall_size
 from retrieval.values import ScopeStats, ValueEstimate, value_estimate
@@ -54,6 +56,7 @@ class LearningLoop:
         self.index = index
         self.embedder = embedder
         self.settings = settings
+        self.evidence = Evidence()
 
     @staticmethod
     def resolve_context(context: ContextIn) -> tuple[str | None, str | None, list[str]]:
@@ -148,6 +151,15 @@ class LearningLoop:
                 ranking.kappa,
                 ranking.backoff,
             )
+            if ranking.values == "generalised" and chip:
+                estimates = self.evidence.estimates(
+                    session,
+                    tenant,
+                    [lid for lid, _ in admitted],
+                    request.stage,
+                    chip,
+                    GeneralisedSettings(q0=ranking.q0, kappa=ranking.kappa),
+                )
             ranked = rank([Candidate(lid, sim, estimates[lid]) for lid, sim in admitted], ranking)
             rows = {
                 r.id: r
@@ -232,6 +244,7 @@ class LearningLoop:
                 z_value=ranked.z_value,
                 ci_low=ranked.ci_low,
                 ci_high=ranked.ci_high,
+                value_terms=ranked.value_terms,
             ),
         )
 

@@ -174,6 +174,9 @@ class RetrieveOptions(BaseModel):
         le=1000.0,
         description="shrinkage strength down the scope chain (pseudo-observations)",
     )
+    values: Literal["chain", "generalised"] | None = Field(
+        None, description="value estimate: chain or generalised (see the settings)"
+    )
 
 
 class RetrieveRequest(BaseModel):
@@ -197,6 +200,9 @@ class Breakdown(BaseModel):
     z_value: float
     ci_low: float
     ci_high: float
+    value_terms: dict[str, float] = Field(
+        default_factory=dict, description="share of the value's weight per term it came from"
+    )
 
 
 class GlossaryEntryPublic(BaseModel):

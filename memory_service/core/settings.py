@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -45,6 +46,11 @@ class Settings(BaseSettings):
     exploration_c: float = Field(0.3, ge=0.0, description="UCB exploration coefficient")
     z_clip: float = Field(3.0, gt=0.0)
     backoff: bool = Field(True, description="shrink values down the scope chain")
+    values: Literal["chain", "generalised"] = Field(
+        "chain",
+        description="value estimate: chain (own outcomes down the scope chain) or generalised"
+        " (also recorded reach, neighbour chips, source prior)",
+    )
 
     # Values (DESIGN sections 4 and 5).
     alpha: float = Field(0.3, gt=0.0, le=1.0, description="value learning rate")
@@ -76,6 +82,7 @@ class Settings(BaseSettings):
             "q0": self.q0,
             "kappa": self.kappa,
             "backoff": self.backoff,
+            "values": self.values,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return RankingSettings(**values)  # type: ignore[arg-type]  # knobs of mixed types
