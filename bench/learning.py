@@ -31,7 +31,7 @@ from agent_client.run import run_graph
 from bench import machine
 from bench.learning_lifelong import lifelong_report, ranking_quality, run_random, run_stream
 from bench.learning_summary import family_means, goals, summarise, summary_of
-from bench.learning_tasks import Task, discover_tasks, naive_transfer
+from bench.learning_tasks import Task, best_in_memory, discover_tasks, naive_transfer
 from kernels.runners.replay import ReplayRunner
 
 DEFAULT_CACHES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "kerneltuner"
@@ -45,7 +45,7 @@ ARMS: dict[str, dict[str, Any] | None] = {
     "similarity": {"lam": 0.0, "exploration_c": 0.0, "k_recall": 60},
     "value": {"lam": 0.5, "backoff": False, "k_recall": 60, "values": "chain"},
     "value_backoff": {"lam": 0.5, "backoff": True, "k_recall": 60, "values": "chain"},
-    "generalised": {"lam": 0.5, "k_recall": 60, "values": "generalised"},
+    "generalised": {"lam": 0.5, "k_recall": 60, "values": "generalised", "value_floor": 0.1},
     "default": {},
 }
 # index=memory: exact cosine over the (small) lesson set, no Chroma directory per run.
@@ -124,6 +124,7 @@ def run_loo_arm(
                     **settings,
                 )
             quality = ranking_quality(client, target, options)
+            quality["best_in_memory"] = best_in_memory(target, sources)
             result = run_graph(
                 ReplayRunner(recording=target.recording),
                 create_proposer("structured"),

@@ -25,7 +25,7 @@ from agent_client.graph import query_text
 from agent_client.proposers import create_proposer
 from agent_client.run import run_graph
 from bench.learning_summary import family_means, fractions, goals, summarise, summary_of
-from bench.learning_tasks import Task, naive_transfer
+from bench.learning_tasks import Task, best_in_memory, naive_transfer
 from kernels.runners.replay import ReplayRunner
 
 TOP_K = (1, 3, 5)
@@ -103,8 +103,11 @@ def run_stream(
     try:
         with MemoryClient(live.url) as client:
             position = 0
+            ingested: list[Task] = []
             for task, is_scored in stream:
                 quality = ranking_quality(client, task, options) if is_scored else {}
+                if is_scored:
+                    quality["best_in_memory"] = best_in_memory(task, ingested)
                 result = run_graph(
                     ReplayRunner(recording=task.recording),
                     create_proposer("structured"),
@@ -117,6 +120,7 @@ def run_stream(
                     options=options,
                 )
                 live.service.ingest([task.trajectory()])
+                ingested.append(task)
                 if is_scored:
                     results.append(
                         {

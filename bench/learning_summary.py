@@ -14,7 +14,7 @@ from typing import Any
 
 MILESTONES = (1, 5, 10, 20)
 THRESHOLDS = (0.90, 0.95)
-TOP_KEYS = ("top_1", "top_3", "top_5")
+TOP_KEYS = ("top_1", "top_3", "top_5", "best_in_memory")
 
 
 def fractions(curve: list[float | None], optimum: float, budget: int) -> list[float]:

@@ -39,6 +39,7 @@ class Task:
     recording: Recording
     name: str = ""
     _trajectory: TrajectoryRecord | None = field(default=None, repr=False)
+    _exemplars: list[dict[str, Any]] | None = field(default=None, repr=False)
 
     @property
     def optimum_ms(self) -> float:
@@ -52,6 +53,19 @@ class Task:
                 raise TaskDataError(f"{self.path}: the cache yields no trajectory to ingest")
             self._trajectory = records[0]
         return self._trajectory
+
+    def exemplar_configs(self) -> list[dict[str, Any]]:
+        """The configurations of the exemplar lessons this cache distils into."""
+        from ingest.distill import distill
+
+        if self._exemplars is None:
+            configs = [
+                (d.hint or {}).get("config")
+                for d in distill(self.trajectory())
+                if d.kind == "exemplar"
+            ]
+            self._exemplars = [dict(c) for c in configs if isinstance(c, dict)]
+        return self._exemplars
 
     def fraction(self, config: dict[str, Any]) -> float:
         """The fraction of this space's optimum a configuration reaches (0 if not feasible)."""
@@ -119,6 +133,20 @@ def discover_tasks(paths: list[Path]) -> list[Task]:
             raise TaskDataError(f"{path}: the same task as {tasks[name].path} ({name})")
         tasks[name] = Task(family, recording.context.chip, path, recording, name=name)
     return [tasks[name] for name in sorted(tasks)]
+
+
+def best_in_memory(target: Task, memory: list[Task]) -> float:
+    """The best any ranking could reach: the best fraction of the target's optimum among the
+    exemplar configurations of the target's family that tasks in memory distil into."""
+    return max(
+        (
+            target.fraction(config)
+            for task in memory
+            if task.family == target.family and task.chip != target.chip
+            for config in task.exemplar_configs()
+        ),
+        default=0.0,
+    )
 
 
 def naive_transfer(target: Task, sources: list[Task]) -> dict[str, float]:

@@ -31,6 +31,9 @@ class RankingSettings:
     # "generalised": also recorded reach, neighbour chips and a source prior
     # (retrieval.generalised).
     values: str = "chain"
+    # The smallest spread of values that z(V) standardises by: differences of values far
+    # below the reward scale are not stretched into a full standard deviation.
+    value_floor: float = 0.0
 
 
 def recall_size(settings: RankingSettings, memory_size: int) -> int:
@@ -64,15 +67,15 @@ class RankedLesson:
     value_terms: dict[str, float] = field(default_factory=dict)
 
 
-def zscores(values: Sequence[float], clip: float) -> list[float]:
-    """Standardise within the pool; a pool without spread gives zeros."""
+def zscores(values: Sequence[float], clip: float, floor: float = 0.0) -> list[float]:
+    """Standardise within the pool (by at least `floor`); a pool without spread gives zeros."""
     if not values:
         return []
     mean = sum(values) / len(values)
     var = sum((v - mean) ** 2 for v in values) / len(values)
     if var <= 1e-12:
         return [0.0 for _ in values]
-    std = math.sqrt(var)
+    std = max(math.sqrt(var), floor)
     return [max(-clip, min(clip, (v - mean) / std)) for v in values]
 
 
@@ -91,7 +94,7 @@ def rank(candidates: Sequence[Candidate], settings: RankingSettings) -> list[Ran
         The top k ranked lessons with their score breakdown.
     """
     z_sim = zscores([c.similarity for c in candidates], settings.z_clip)
-    z_val = zscores([c.estimate.value for c in candidates], settings.z_clip)
+    z_val = zscores([c.estimate.value for c in candidates], settings.z_clip, settings.value_floor)
     pool_total = sum(c.estimate.n_local for c in candidates)
     ranked = []
     for cand, zs, zv in zip(candidates, z_sim, z_val, strict=True):

@@ -177,6 +177,9 @@ class RetrieveOptions(BaseModel):
     values: Literal["chain", "generalised"] | None = Field(
         None, description="value estimate: chain or generalised (see the settings)"
     )
+    value_floor: Number | None = Field(
+        None, ge=0.0, le=2.0, description="smallest spread z(value) standardises by"
+    )
 
 
 class RetrieveRequest(BaseModel):

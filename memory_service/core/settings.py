@@ -51,6 +51,9 @@ class Settings(BaseSettings):
         description="value estimate: chain (own outcomes down the scope chain) or generalised"
         " (also recorded reach, neighbour chips, source prior)",
     )
+    value_floor: float = Field(
+        0.0, ge=0.0, le=2.0, description="smallest spread z(value) standardises by"
+    )
 
     # Values (DESIGN sections 4 and 5).
     alpha: float = Field(0.3, gt=0.0, le=1.0, description="value learning rate")
@@ -83,6 +86,7 @@ class Settings(BaseSettings):
             "kappa": self.kappa,
             "backoff": self.backoff,
             "values": self.values,
+            "value_floor": self.value_floor,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return RankingSettings(**values)  # type: ignore[arg-type]  # knobs of mixed types
