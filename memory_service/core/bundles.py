@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -69,27 +70,38 @@ def export_bundle(store: Store, path: Path, tenant: str) -> dict[str, int]:
 
 
 def _parse(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    items = []
-    with _open(path, "r") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidInput(
-                    f"{path}:{number}: not JSON ({exc})", code="invalid_bundle"
-                ) from exc
-            if number == 1:
-                if item.get("kind") != "header" or item.get("version") != BUNDLE_VERSION:
+    """Every record of a bundle; InvalidInput for anything that is not one (a bad bundle
+    changes nothing: it is parsed whole before anything is written)."""
+    items: list[tuple[str, dict[str, Any]]] = []
+    header = False
+    try:
+        with _open(path, "r") as fh:
+            for number, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    item = json.loads(line)
+                except (json.JSONDecodeError, RecursionError) as exc:
                     raise InvalidInput(
-                        f"{path}: not a tunemem bundle version {BUNDLE_VERSION}",
-                        code="invalid_bundle",
-                    )
-                continue
-            if item.get("kind") not in KINDS or not isinstance(item.get("data"), dict):
-                raise InvalidInput(f"{path}:{number}: unknown record", code="invalid_bundle")
-            items.append((item["kind"], item["data"]))
+                        f"{path}:{number}: not JSON ({exc})", code="invalid_bundle"
+                    ) from exc
+                if not isinstance(item, dict):
+                    raise InvalidInput(f"{path}:{number}: not a JSON object", code="invalid_bundle")
+                if not header:
+                    if item.get("kind") != "header" or item.get("version") != BUNDLE_VERSION:
+                        raise InvalidInput(
+                            f"{path}: not a tunemem bundle version {BUNDLE_VERSION}",
+                            code="invalid_bundle",
+                        )
+                    header = True
+                    continue
+                if item.get("kind") not in KINDS or not isinstance(item.get("data"), dict):
+                    raise InvalidInput(f"{path}:{number}: unknown record", code="invalid_bundle")
+                items.append((item["kind"], item["data"]))
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
+        raise InvalidInput(f"{path}: unreadable ({exc})", code="invalid_bundle") from exc
+    if not header:
+        raise InvalidInput(f"{path}: empty, not a tunemem bundle", code="invalid_bundle")
     return items
 
 
