@@ -99,9 +99,17 @@ class ToolchainPolicy:
             merged.setdefault(backend, {}).update(components)
         return cls(components=merged, superseded_weight=superseded_weight)
 
-    def depths(self, backend: str) -> dict[str, str]:
-        """Components that matter on `backend` and their depth (ignored ones left out)."""
-        return {c: d for c, d in self.components.get(backend, {}).items() if d != "ignore"}
+    def depths(self, backend: str | None) -> dict[str, str]:
+        """Components that matter on `backend` and their depth (ignored ones left out); for
+        no backend, those of every backend at the strictest depth any gives them."""
+        if backend is not None:
+            return {c: d for c, d in self.components.get(backend, {}).items() if d != "ignore"}
+        merged: dict[str, str] = {}
+        for components in self.components.values():
+            for c, d in components.items():
+                if DEPTHS.index(d) > DEPTHS.index(merged.get(c, "ignore")):
+                    merged[c] = d
+        return merged
 
 
 @dataclass(frozen=True)
@@ -122,7 +130,7 @@ class EvidenceStatus:
 def compare(
     evidence: Mapping[str, str],
     current: Mapping[str, str],
-    backend: str,
+    backend: str | None,
     policy: ToolchainPolicy,
 ) -> EvidenceStatus:
     """Status of evidence gathered under `evidence` versions for a context running `current`."""
@@ -152,7 +160,7 @@ class ToolchainEvidence:
 def scope_weights(
     evidence_by_scope: Mapping[str, Sequence[ToolchainEvidence]],
     current: Mapping[str, str],
-    backend: str,
+    backend: str | None,
     policy: ToolchainPolicy,
 ) -> dict[str, float]:
     """The weight of each scope's observations: (current + unknown + w * superseded) / all.
@@ -199,7 +207,7 @@ class Staleness:
 def staleness(
     evidence: Sequence[ToolchainEvidence],
     current: Mapping[str, str],
-    backend: str,
+    backend: str | None,
     policy: ToolchainPolicy,
 ) -> Staleness:
     """A lesson is stale when some of its evidence is superseded and none is current."""

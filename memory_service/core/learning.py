@@ -39,6 +39,7 @@ from memory_service.core.models import (
 from memory_service.core.schema import Lesson, LessonValue, Outcome, Retrieval, utcnow
 from memory_service.core.settings import Settings
 from memory_service.core.store import Store
+from memory_service.core.toolchains import QueryToolchains, record_evidence
 from memory_service.core.transfer_text import transfer_fields
 from memory_service.core.values import apply_reward, compute_reward
 from retrieval.gating import Query, gate
@@ -142,14 +143,16 @@ class LearningLoop:
                 query,
                 ranking.similarity_floor,
             )[:n_recall]
-            estimates = self._estimates(
-                session,
-                [lid for lid, _ in admitted],
-                request.stage,
-                chain,
-                ranking.q0,
-                ranking.kappa,
-                ranking.backoff,
+            ids = [lid for lid, _ in admitted]
+            toolchains = QueryToolchains.for_query(
+                session, ids, request, chain, backend, self.settings.toolchain_policy()
+            )
+            estimates = (
+                toolchains.estimates(ranking)
+                if toolchains
+                else self._estimates(
+                    session, ids, request.stage, chain, ranking.q0, ranking.kappa, ranking.backoff
+                )
             )
             if ranking.values == "generalised" and chip:
                 estimates = self.evidence.estimates(
@@ -168,6 +171,7 @@ class LearningLoop:
                 )
             }
             lessons = [self._retrieved(rows[r.lesson_id], r, backend, chip) for r in ranked]
+            lessons = toolchains.annotate(lessons) if toolchains else lessons
             settings_echo = {**ranking.__dict__, "k_recall_used": n_recall, "pool": len(admitted)}
             retrieval_id = str(uuid.uuid4())
             retrieval = Retrieval(
@@ -338,6 +342,9 @@ class LearningLoop:
                 self.settings.alpha,
                 self.settings.q0,
                 now,
+            )
+            record_evidence(
+                session, used, retrieval.stage, retrieval.scope_chain, retrieval.context, now
             )
             session.flush()
             ranking = self.settings.ranking()

@@ -28,6 +28,7 @@ from memory_service.core.models import (
 from memory_service.core.schema import Lesson, LessonRevision, LessonValue, utcnow
 from memory_service.core.settings import Settings
 from memory_service.core.store import Store
+from memory_service.core.toolchains import stale_page
 
 
 def get_row(session: Session, lesson_id: str, tenant: str) -> Lesson:
@@ -198,6 +199,13 @@ class Lessons:
             # autoescape: "%" and "_" in the query are literal characters, not wildcards.
             conditions.append(func.lower(Lesson.text).contains(where.q.lower(), autoescape=True))
         with self.store.session() as session:
+            if where.stale:  # staleness needs each lesson's evidence, so it is judged here
+                every = session.exec(
+                    select(Lesson)
+                    .where(*conditions)
+                    .order_by(col(Lesson.created_at), col(Lesson.id))
+                ).all()
+                return stale_page(session, list(every), where, self.settings.toolchain_policy())
             total = session.exec(select(func.count()).select_from(Lesson).where(*conditions)).one()
             rows = session.exec(
                 select(Lesson)

@@ -22,6 +22,7 @@ from memory_service.core.schema import (
 )
 from memory_service.core.settings import Settings
 from memory_service.core.store import Store
+from memory_service.core.toolchains import rebuild_evidence
 from memory_service.core.values import rebuild_values
 
 ProgressFn = Callable[[int, int], None]
@@ -37,7 +38,8 @@ class Maintenance:
         self.settings = settings
 
     def rebuild_values(self, tenant: str | None = None) -> int:
-        """Recompute the LessonValue rows (of one tenant, or all) from the outcome log."""
+        """Recompute the LessonValue and LessonEvidence rows (of one tenant, or all) from the
+        outcome log."""
         with self.store.write_lock, self.store.session() as session:
             count = rebuild_values(
                 session,
@@ -46,6 +48,7 @@ class Maintenance:
                 self.settings.reward_min_count,
                 tenant,
             )
+            rebuild_evidence(session, tenant)
             session.commit()
             return count
 

@@ -13,9 +13,10 @@ import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ingest.validate import MAX_LATENCY_MS, json_problem
+from retrieval.toolchain import parse_toolchain
 
 LessonKind = Literal["insight", "failure", "exemplar", "api"]
 Stage = Literal["draft", "refine"]
@@ -102,12 +103,31 @@ class LessonUpdate(BaseModel):
         return self
 
 
+class VersionChangePublic(BaseModel):
+    component: str
+    evidence: str = Field(description="the version the evidence was gathered under")
+    current: str = Field(description="the version the query runs")
+
+
+class EvidencePublic(BaseModel):
+    """Evidence gathered under one set of toolchain versions."""
+
+    versions: dict[str, str]
+    n: int = Field(description="outcomes under these versions (0 for the source run)")
+    source: bool = Field(description="the run the lesson was distilled from")
+    status: Literal["current", "superseded", "unknown"]
+    changed: list[VersionChangePublic] = Field(default_factory=list)
+
+
 class LessonPublic(LessonBase):
     id: str
     provenance: dict[str, Any]
     status: str
     created_at: datetime
     updated_at: datetime
+    evidence: list[EvidencePublic] | None = Field(
+        None, description="in a stale listing: the toolchains behind the lesson's evidence"
+    )
 
 
 class ValuePublic(BaseModel):
@@ -124,6 +144,9 @@ class LessonDetail(LessonPublic):
 class LessonList(BaseModel):
     data: list[LessonPublic]
     count: int
+    toolchain: dict[str, str] | None = Field(
+        None, description="with stale: the toolchain the lessons were compared with"
+    )
 
 
 class LessonFilter(BaseModel):
@@ -138,6 +161,21 @@ class LessonFilter(BaseModel):
     limit: int = Field(50, ge=1, le=500, description="page size")
     # Past 2^62 an offset is no row position and would overflow SQL's 64-bit integers.
     offset: int = Field(0, ge=0, le=2**62, description="page start")
+    stale: bool = Field(
+        False, description="only lessons whose evidence is all from superseded toolchains"
+    )
+    toolchain: list[str] = Field(
+        default_factory=list,
+        max_length=16,
+        description="with stale: the toolchain to compare with, component=version "
+        '("triton=3.6"); default the newest version of each component recorded',
+    )
+
+    @field_validator("toolchain")
+    @classmethod
+    def _pairs(cls, value: list[str]) -> list[str]:
+        parse_toolchain(value)  # raises naming the bad pair
+        return value
 
 
 class TaskIn(BaseModel):
@@ -156,6 +194,18 @@ class ContextIn(BaseModel):
     backend: str | None = Field(None, max_length=16)
     model: str | None = Field(None, max_length=128)
     scenario: str | None = Field(None, max_length=128)
+    toolchain: dict[str, Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+        default_factory=dict,
+        max_length=16,
+        description='versions the attempt runs under, e.g. {"triton": "3.6.0", "torch": "2.11"}',
+    )
+
+    @field_validator("toolchain")
+    @classmethod
+    def _lower_components(cls, value: dict[str, str]) -> dict[str, str]:
+        if any(len(k) > 64 for k in value):
+            raise ValueError("a toolchain component name has at most 64 characters")
+        return {k.strip().lower(): v.strip() for k, v in value.items() if k.strip()}
 
 
 class RetrieveOptions(BaseModel):
@@ -193,6 +243,18 @@ class RetrieveRequest(BaseModel):
     options: RetrieveOptions = Field(default_factory=RetrieveOptions)
 
 
+class ToolchainBreakdown(BaseModel):
+    """How the query's toolchain discounted a lesson's value, and the versions behind it."""
+
+    current: dict[str, str] = Field(description="the toolchain the query named")
+    weights: dict[str, float] = Field(
+        description="per scope, the weight of one outcome there (< 1 where some are superseded)"
+    )
+    undiscounted_value: float
+    evidence: list[EvidencePublic]
+    stale: bool
+
+
 class Breakdown(BaseModel):
     similarity: float
     value: float
@@ -205,6 +267,9 @@ class Breakdown(BaseModel):
     ci_high: float
     value_terms: dict[str, float] = Field(
         default_factory=dict, description="share of the value's weight per term it came from"
+    )
+    toolchain: ToolchainBreakdown | None = Field(
+        None, description="present when the query's context names its toolchain"
     )
 
 
@@ -235,6 +300,7 @@ class RetrievedLesson(BaseModel):
     glossary: list[GlossaryEntryPublic] = Field(
         default_factory=list, description="for a transferred lesson: its terms on the target"
     )
+    stale: bool = Field(False, description="all its evidence is from superseded toolchain versions")
 
 
 class RetrieveResponse(BaseModel):

@@ -1,8 +1,8 @@
 """SQLModel tables: the source of truth (DESIGN section 3).
 
 Lesson, Trajectory and Attempt hold knowledge and raw runs; Retrieval and the append-only
-Outcome log hold what happened; LessonValue and TaskRewardStat are materialised views of the
-outcome log that `values rebuild` recomputes from scratch.
+Outcome log hold what happened; LessonValue, LessonEvidence and TaskRewardStat are materialised
+views of the outcome log that `values rebuild` recomputes from scratch.
 """
 
 from __future__ import annotations
@@ -132,6 +132,20 @@ class LessonValue(SQLModel, table=True):
     n: int = 0
     q: float = 0.0
     sumsq: float = 0.0
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class LessonEvidence(SQLModel, table=True):
+    """Outcomes per (lesson, stage, scope) by the toolchain they were gathered under (from the
+    retrieval's context): a materialised view of the outcome log like LessonValue, which
+    `values rebuild` recomputes. Outcomes whose context named no toolchain have no row."""
+
+    lesson_id: str = Field(primary_key=True, max_length=36)
+    stage: str = Field(primary_key=True, max_length=16)
+    scope: str = Field(primary_key=True, max_length=160)
+    toolchain: str = Field(primary_key=True, max_length=1024)  # canonical JSON of `versions`
+    versions: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    n: int = 0
     updated_at: datetime = Field(default_factory=utcnow)
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from retrieval.ranking import RankingSettings
+from retrieval.toolchain import ToolchainPolicy
 
 
 class Settings(BaseSettings):
@@ -61,6 +62,18 @@ class Settings(BaseSettings):
     kappa: float = Field(2.0, ge=0.0, description="shrinkage strength (pseudo-observations)")
     reward_min_count: int = Field(5, ge=1, description="refine outcomes before normalising")
 
+    # Toolchain staleness (DESIGN section 5): which components matter per backend, and to which
+    # depth, over `retrieval.toolchain.DEFAULT_COMPONENTS`; what superseded evidence weighs.
+    toolchain_components: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description="per backend, component -> ignore|major|minor|patch, e.g. "
+        '{"cuda": {"torch": "minor"}}; merged over the defaults (Triton and the vendor '
+        "toolkit at minor)",
+    )
+    toolchain_superseded_weight: float = Field(
+        0.5, ge=0.0, le=1.0, description="weight of an outcome under a superseded toolchain"
+    )
+
     dedup_threshold: float = Field(0.95, gt=0.0, le=1.0, description="near-duplicate cosine")
     max_body_bytes: int = Field(8 * 1024 * 1024, gt=0, description="largest accepted request")
     batch_size: int = Field(256, ge=1, description="ingest embedding/commit batch size")
@@ -90,6 +103,17 @@ class Settings(BaseSettings):
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return RankingSettings(**values)  # type: ignore[arg-type]  # knobs of mixed types
+
+    @field_validator("toolchain_components")
+    @classmethod
+    def _known_depths(cls, value: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        ToolchainPolicy.with_overrides(value)  # raises on an unknown depth
+        return value
+
+    def toolchain_policy(self) -> ToolchainPolicy:
+        return ToolchainPolicy.with_overrides(
+            self.toolchain_components, self.toolchain_superseded_weight
+        )
 
     def resolved_database_url(self) -> str:
         if self.database_url:

@@ -79,6 +79,9 @@ def test_compare_uses_the_compilers_of_the_backend(recorded: dict[str, str]) -> 
     # A setting makes torch's minor version matter on CUDA.
     strict = ToolchainPolicy.with_overrides({"cuda": {"torch": "minor"}})
     assert compare(recorded, {"torch": "2.12.0"}, "cuda", strict).status == "superseded"
+    # No backend: every backend's components, at the strictest depth.
+    assert compare({"rocm": "6.2"}, {"rocm": "6.4"}, None, strict).status == "superseded"
+    assert POLICY.depths(None)["triton"] == "minor" and "torch" not in POLICY.depths(None)
     loose = ToolchainPolicy.with_overrides({"cuda": {"triton": "major"}})
     assert compare(recorded, {"triton": "3.7.0"}, "cuda", loose).status == "current"
 
