@@ -85,8 +85,9 @@ class MemoryAPI(Protocol):
         op: str | None = None,
         stage: str = "draft",
         min_n: int = 1,
+        toolchain: dict[str, str] | None = None,
     ) -> TransferAuditPublic:
-        """Which lessons transfer across chips or backends."""
+        """Which lessons transfer across chips or backends (under one toolchain, if given)."""
         ...
 
     def rebuild_values(self) -> int:

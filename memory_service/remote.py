@@ -143,6 +143,7 @@ class RemoteService:
         op: str | None = None,
         stage: str = "draft",
         min_n: int = 1,
+        toolchain: dict[str, str] | None = None,
     ) -> TransferAuditPublic:
         params = {"level": level, "chips": chips, "backends": backends, "op": op}
         query: dict[str, Any] = {
@@ -151,6 +152,8 @@ class RemoteService:
             if value is not None
         }
         query.update(stage=stage, min_n=min_n)
+        if toolchain:
+            query["toolchain"] = [f"{c}={v}" for c, v in toolchain.items()]
         return TransferAuditPublic.model_validate(
             self._call("GET", "/v1/audit/transfer", params=query)
         )

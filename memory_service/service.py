@@ -160,9 +160,11 @@ class MemoryService:
         op: str | None = None,
         stage: str = "draft",
         min_n: int = 1,
+        toolchain: dict[str, str] | None = None,
         tenant: str | None = None,
     ) -> TransferAuditPublic:
-        """Which lessons transfer across chips or backends (DESIGN section 5)."""
+        """Which lessons transfer across chips or backends (DESIGN section 5); with a
+        toolchain, from only the outcomes gathered under it."""
         return transfer_audit(
             self.store,
             self.settings.q0,
@@ -173,6 +175,9 @@ class MemoryService:
             stage=stage,
             min_n=min_n,
             tenant=self._tenant(tenant),
+            toolchain=toolchain,
+            policy=self.settings.toolchain_policy(),
+            alpha=self.settings.alpha,
         )
 
     # ----------------------------------------------------------- export/import

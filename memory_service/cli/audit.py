@@ -29,6 +29,7 @@ from memory_service.cli.common import (
 )
 from memory_service.core.audit_models import TransferAuditPublic
 from memory_service.http.audit_html import render_report
+from retrieval.toolchain import parse_toolchain
 
 audit_app = typer.Typer(help="Audits over the outcome log.", no_args_is_help=True)
 
@@ -97,6 +98,10 @@ def transfer(
     op: Annotated[str | None, typer.Option(help="operator family, e.g. convolution")] = None,
     stage: Annotated[str, typer.Option(help="draft or refine")] = "draft",
     min_n: Annotated[int, typer.Option(help="outcomes a lesson needs per scope")] = 1,
+    toolchain: Annotated[
+        list[str] | None,
+        typer.Option(help="cut by toolchain: component=version (repeatable), e.g. triton=3.6"),
+    ] = None,
     html: Annotated[
         Path | None, typer.Option("--html", help="also write the HTML report here")
     ] = None,
@@ -108,10 +113,17 @@ def transfer(
     """Which lessons transfer between chips (or backends): values, rank correlation, reach."""
 
     def go() -> TransferAuditPublic:
+        cut = parse_toolchain(toolchain or [])
         memory = open_service(url, data_dir, api_key=api_key)
         try:
             return memory.audit_transfer(
-                level=level, chips=chips, backends=backends, op=op, stage=stage, min_n=min_n
+                level=level,
+                chips=chips,
+                backends=backends,
+                op=op,
+                stage=stage,
+                min_n=min_n,
+                toolchain=cut or None,
             )
         finally:
             memory.close()

@@ -38,12 +38,17 @@ def retrieve(
     scenario: Annotated[str | None, typer.Option(help="prefill, decode, training ...")] = None,
     k: Annotated[int | None, typer.Option(help="lessons to return")] = None,
     lam: Annotated[float | None, typer.Option("--lambda", help="value weight override")] = None,
+    toolchain: Annotated[
+        list[str] | None,
+        typer.Option(help="component=version the attempt runs under (repeatable): triton=3.6.0"),
+    ] = None,
     url: UrlOpt = None,
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Ask for the lessons that apply to a task in a context."""
     from memory_service.core.models import RetrieveRequest
+    from retrieval.toolchain import parse_toolchain
 
     try:
         sig = json.loads(signature) if signature else {}
@@ -54,7 +59,13 @@ def retrieve(
         request = RetrieveRequest(
             query=query,
             task={"op": op, "signature": sig, "dtype": dtype},
-            context={"chip": chip, "backend": backend, "model": model, "scenario": scenario},
+            context={
+                "chip": chip,
+                "backend": backend,
+                "model": model,
+                "scenario": scenario,
+                "toolchain": parse_toolchain(toolchain or []),
+            },
             stage=stage,  # type: ignore[arg-type]
             k=k,
             options={"lam": lam},
@@ -80,8 +91,10 @@ def retrieve(
         for i, lesson in enumerate(result.lessons, 1):
             b = lesson.breakdown
             text = lesson.rendered_text or lesson.text
-            flags = (" (transferred)" if lesson.transferred else "") + (
-                " (avoid)" if lesson.warning else ""
+            flags = (
+                (" (transferred)" if lesson.transferred else "")
+                + (" (avoid)" if lesson.warning else "")
+                + (" (stale)" if lesson.stale else "")
             )
             table.add_row(
                 str(i),

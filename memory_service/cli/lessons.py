@@ -76,6 +76,67 @@ def lessons_list(
     run_guarded(go)
 
 
+@lessons_app.command("stale")
+def lessons_stale(
+    toolchain: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="component=version to compare with (repeatable), e.g. triton=3.6; "
+            "default the newest version of each component recorded"
+        ),
+    ] = None,
+    backend: Annotated[
+        str | None, typer.Option(help="judge on this backend's compilers (default: each lesson's)")
+    ] = None,
+    op: Annotated[str | None, typer.Option()] = None,
+    limit: Annotated[int, typer.Option()] = 20,
+    offset: Annotated[int, typer.Option()] = 0,
+    url: UrlOpt = None,
+    data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List lessons whose evidence is all from superseded toolchain versions."""
+
+    def go() -> None:
+        where = LessonFilter.model_validate(
+            {
+                "backend": backend,
+                "op": op,
+                "limit": limit,
+                "offset": offset,
+                "stale": True,
+                "toolchain": toolchain or [],
+            }
+        )
+        result = open_service(url, data_dir).list_lessons(where)
+        if as_json:
+            emit_json(result.model_dump(mode="json"))
+            return
+        against = ", ".join(f"{c} {v}" for c, v in sorted((result.toolchain or {}).items()))
+        table = Table(
+            "id",
+            "kind",
+            "op",
+            "measured under",
+            "text",
+            title=f"{result.count} stale against {against}",
+        )
+        for lesson in result.data:
+            superseded = sorted(
+                {f"{c.component} {c.evidence}" for e in lesson.evidence or [] for c in e.changed}
+            )
+            table.add_row(
+                lesson.id[:8],
+                lesson.kind,
+                lesson.applicability.op or "*",
+                ", ".join(superseded),
+                lesson.text[:90],
+            )
+        console.print(table)
+
+    run_guarded(go)
+
+
 @lessons_app.command("show")
 def lessons_show(
     lesson_id: str,

@@ -14,6 +14,7 @@ The arithmetic lives in `retrieval.transfer`; this module only gathers plain dat
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -31,6 +32,8 @@ from memory_service.core.audit_models import (
 from memory_service.core.errors import InvalidInput
 from memory_service.core.schema import Attempt, Lesson, LessonValue, Trajectory
 from memory_service.core.store import Store
+from memory_service.core.toolchains import scope_values_under
+from retrieval.toolchain import ToolchainPolicy
 from retrieval.transfer import (
     ScopeValue,
     SearchSpace,
@@ -257,6 +260,9 @@ def transfer_audit(
     stage: str = "draft",
     min_n: int = 1,
     tenant: str,
+    toolchain: Mapping[str, str] | None = None,
+    policy: ToolchainPolicy | None = None,
+    alpha: float = 0.3,
 ) -> TransferAuditPublic:
     """Build the transfer audit of one stage at the chip or the backend level.
 
@@ -270,6 +276,8 @@ def transfer_audit(
         stage: whose values are compared, "draft" or "refine".
         min_n: outcomes a lesson needs in a scope to count as observed there.
         tenant: whose lessons and runs.
+        toolchain: cut by toolchain: values from only the outcomes gathered under these
+            versions (by `policy`), replayed from the outcome log with learning rate `alpha`.
 
     Raises:
         InvalidInput: unknown level, stage, chip or backend, or min_n < 1.
@@ -283,7 +291,20 @@ def transfer_audit(
     selected = _selected_scopes(level, parse_names(chips), parse_names(backends))
     op = op.strip().lower() if op and op.strip() else None
     with store.session() as session:
-        values, valued = scope_values(session, level, stage, op, tenant)
+        if toolchain:
+            values, valued = scope_values_under(
+                session,
+                level,
+                stage,
+                op,
+                tenant,
+                toolchain,
+                policy or ToolchainPolicy(),
+                alpha=alpha,
+                q0=neutral,
+            )
+        else:
+            values, valued = scope_values(session, level, stage, op, tenant)
         optimum, config_lessons, spaced = optimum_matrix(session, level, op, tenant)
     scopes = selected if selected is not None else sorted(set(values) | spaced)
     pairs = [
@@ -304,6 +325,7 @@ def transfer_audit(
             "scopes": scopes,
             "neutral": neutral,
             "min_n": min_n,
+            "toolchain": dict(toolchain) if toolchain else None,
             "pairs": pairs,
             "lessons": {lid: _brief(rows[lid], level) for lid in sorted(referenced)},
         }

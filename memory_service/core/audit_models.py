@@ -73,6 +73,9 @@ class TransferAuditPublic(_FromAudit):
     scopes: list[str]
     neutral: float = Field(description="the value above which a lesson helped (Q0)")
     min_n: int
+    toolchain: dict[str, str] | None = Field(
+        None, description="the cut: values from outcomes under these versions only"
+    )
     pairs: list[TransferPairPublic]
     lessons: dict[str, LessonBriefPublic]
 

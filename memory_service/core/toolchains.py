@@ -41,12 +41,14 @@ from retrieval.toolchain import (
     Staleness,
     ToolchainEvidence,
     ToolchainPolicy,
+    compare,
     newest_versions,
     parse_toolchain,
     scope_weights,
     staleness,
 )
-from retrieval.values import ScopeStats, ValueEstimate, value_estimate
+from retrieval.transfer import ScopeValue
+from retrieval.values import ScopeStats, ValueEstimate, update_stats, value_estimate
 
 GLOBAL = "global"
 
@@ -333,3 +335,51 @@ def stale_page(
             stale.append(to_public(row).model_copy(update={"evidence": _public(state)}))
     page = stale[where.offset : where.offset + where.limit]
     return LessonList(data=page, count=len(stale), toolchain=current)
+
+
+def scope_values_under(
+    session: Session,
+    level: str,
+    stage: str,
+    op: str | None,
+    tenant: str,
+    toolchain: Mapping[str, str],
+    policy: ToolchainPolicy,
+    *,
+    alpha: float,
+    q0: float,
+) -> tuple[dict[str, dict[str, ScopeValue]], dict[str, Lesson]]:
+    """The transfer audit's values per scope name, from only the outcomes gathered under
+    `toolchain` (current by the policy, on each outcome's backend; outcomes whose context named
+    no toolchain are left out): the outcome log replayed with its recorded rewards."""
+    prefix = f"{level}:"
+    outcomes = session.exec(
+        select(Outcome)
+        .where(Outcome.tenant == tenant, Outcome.stage == stage)
+        .order_by(col(Outcome.id))
+    ).all()
+    contexts = retrieval_contexts(session, (o.retrieval_id for o in outcomes))
+    stats: dict[str, dict[str, ScopeStats]] = defaultdict(dict)
+    for outcome in outcomes:
+        context = contexts.get(outcome.retrieval_id) or {}
+        versions = context_toolchain(context)
+        if compare(versions, toolchain, context.get("backend"), policy).status != "current":
+            continue
+        for scope in outcome.scope_chain:
+            if not scope.startswith(prefix):
+                continue
+            for lesson_id in set(outcome.lessons):
+                before = stats[scope[len(prefix) :]].get(lesson_id)
+                stats[scope[len(prefix) :]][lesson_id] = update_stats(
+                    before, outcome.reward, alpha, q0
+                )
+    ids = sorted({lid for by_lesson in stats.values() for lid in by_lesson})
+    conditions: list[Any] = [col(Lesson.id).in_(ids), Lesson.tenant == tenant]
+    if op:
+        conditions.append(Lesson.op == op.lower())
+    lessons = {row.id: row for row in session.exec(select(Lesson).where(*conditions))}
+    values = {
+        scope: {lid: ScopeValue(s.n, s.q) for lid, s in by_lesson.items() if lid in lessons}
+        for scope, by_lesson in stats.items()
+    }
+    return {scope: found for scope, found in values.items() if found}, lessons

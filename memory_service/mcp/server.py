@@ -116,6 +116,12 @@ def build_mcp_server(service: MemoryAPI, *, name: str = SERVER_NAME) -> MCPServe
             Field(description="e.g. cuda, hip, ascend, cpu; only needed when no chip is given"),
         ] = None,
         k: Annotated[int | None, Field(ge=1, le=100, description="lessons to return")] = None,
+        toolchain: Annotated[
+            dict[str, str] | None,
+            Field(
+                description='versions you compile with, e.g. {"triton": "3.6.0", "cuda": "13.0"}'
+            ),
+        ] = None,
     ) -> RetrieveResponse:
         """Get the lessons worth reading before your next kernel attempt.
 
@@ -123,16 +129,25 @@ def build_mcp_server(service: MemoryAPI, *, name: str = SERVER_NAME) -> MCPServe
         their learned value (how much they helped earlier attempts in this context). Each
         lesson has `text`, an optional structured `hint` (parameter settings to try) and
         optional `code`; `warning: true` means a known failure to avoid; `transferred: true`
-        means it was learned on another backend and `rendered_text` restates it in your
-        backend's terms. `breakdown` explains the rank (similarity, value, the scope the
-        value came from, how many outcomes back it). Keep `retrieval_id`: pass it to
-        `report_outcome` after you evaluate the attempt.
+        means it was learned on another backend: `rendered_text` swaps only unambiguous nouns
+        into your backend's terms and `glossary` maps its other terms, with caveats where a
+        quantity (warp width, on-chip memory) differs. With `toolchain`, `stale: true` means
+        all its evidence is from older compiler versions: re-validate it first. `breakdown`
+        explains the rank (similarity, value, the scope the value came from, how many outcomes
+        back it). Keep `retrieval_id`: pass it to `report_outcome` after you evaluate the
+        attempt.
         """
         with service_errors():
             request = RetrieveRequest(
                 query=query,
                 task={"op": op, "signature": signature or {}, "dtype": dtype},
-                context={"chip": chip, "backend": backend, "model": model, "scenario": scenario},
+                context={
+                    "chip": chip,
+                    "backend": backend,
+                    "model": model,
+                    "scenario": scenario,
+                    "toolchain": toolchain or {},
+                },
                 stage=stage,
                 k=k,
             )

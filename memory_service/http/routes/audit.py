@@ -8,8 +8,10 @@ from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
 
 from memory_service.core.audit_models import TransferAuditPublic
+from memory_service.core.errors import InvalidInput
 from memory_service.http.audit_html import render_report
 from memory_service.http.deps import ReaderDep, ServiceDep
+from retrieval.toolchain import parse_toolchain
 
 router = APIRouter(tags=["audit"])
 
@@ -30,10 +32,18 @@ def audit_transfer(
     op: Annotated[str | None, Query(description="operator family")] = None,
     stage: Annotated[Literal["draft", "refine"], Query()] = "draft",
     min_n: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
+    toolchain: Annotated[
+        list[str] | None,
+        Query(description="cut by toolchain: component=version (repeatable), e.g. triton=3.6"),
+    ] = None,
     format: Annotated[Literal["json", "html"], Query()] = "json",
 ) -> Any:
     """Which lessons transfer across chips or backends: values, rank correlation, optimum reach."""
     chosen = level or ("backend" if backends and not chips else "chip")
+    try:
+        cut = parse_toolchain(toolchain or [])
+    except ValueError as exc:
+        raise InvalidInput(str(exc), code="invalid_toolchain") from exc
     audit = svc.audit_transfer(
         level=chosen,
         chips=chips,
@@ -41,6 +51,7 @@ def audit_transfer(
         op=op,
         stage=stage,
         min_n=min_n,
+        toolchain=cut or None,
         tenant=who.tenant,
     )
     if format == "html":

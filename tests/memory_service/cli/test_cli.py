@@ -29,6 +29,7 @@ def invoke(*args: str):
         ["lessons", "list", "--help"],
         ["lessons", "show", "--help"],
         ["lessons", "archive", "--help"],
+        ["lessons", "stale", "--help"],
         ["values", "rebuild", "--help"],
         ["reindex", "--help"],
         ["ingest", "--help"],
@@ -144,3 +145,39 @@ def test_cli_errors_exit_non_zero_with_a_message(tmp_path: Path):
         "ingest", str(nothing), "--quiet", "--rejects", str(tmp_path / "r.jsonl"), *data
     )
     assert only_bad.exit_code == 1
+
+
+def test_stale_lessons_by_toolchain(tmp_path: Path):
+    """The real H200 softmax run (triton 3.6.0): stale against 3.7, current against 3.6."""
+    data = ["--data-dir", str(tmp_path / "store")]
+    run = Path(__file__).resolve().parents[3] / "bench" / "results" / "h200" / "softmax.jsonl"
+    assert invoke("ingest", str(run), "--quiet", *data).exit_code == 0
+    count = json.loads(invoke("lessons", "list", "--json", *data).output)["count"]
+
+    stale = invoke("lessons", "stale", "--toolchain", "triton=3.7", "--json", *data)
+    assert stale.exit_code == 0, stale.output
+    listed = json.loads(stale.output)
+    assert listed["count"] == count > 0 and listed["toolchain"] == {"triton": "3.7"}
+    changed = listed["data"][0]["evidence"][0]["changed"]
+    assert changed == [{"component": "triton", "evidence": "3.6.0", "current": "3.7"}]
+    table = invoke("lessons", "stale", "--toolchain", "triton=3.7", *data)
+    assert "triton 3.6.0" in table.output and f"{count} stale against triton 3.7" in table.output
+    current = invoke("lessons", "stale", "--toolchain", "triton=3.6", "--json", *data)
+    assert json.loads(current.output)["count"] == 0
+    # With no toolchain, the newest recorded versions are the yardstick: nothing is stale.
+    assert json.loads(invoke("lessons", "stale", "--json", *data).output)["count"] == 0
+
+    got = invoke(
+        "retrieve",
+        "--op",
+        "softmax",
+        "--chip",
+        "H200",
+        "--toolchain",
+        "triton=3.7.0",
+        "--json",
+        *data,
+    )
+    assert all(lesson["stale"] for lesson in json.loads(got.output)["lessons"])
+    bad = invoke("lessons", "stale", "--toolchain", "triton", *data)
+    assert bad.exit_code != 0 and "component=version" in bad.output

@@ -154,3 +154,41 @@ def test_bad_toolchains_are_refused(client) -> None:  # type: ignore[no-untyped-
     assert "component=version" in response.json()["message"]
     body = {"query": "x", "context": {"toolchain": {"triton": 3.6}}, "stage": "draft"}
     assert client.post("/v1/retrieve", json=body).status_code == 422
+
+
+def test_transfer_audit_cut_by_toolchain(client) -> None:  # type: ignore[no-untyped-def]
+    """A lesson helps on a100 and h200 under triton 3.6.0, then fails on h200 under 3.7.0.
+
+    Q after +1 is 0.3; after +1 then -1, 0.3 + 0.3 (-1 - 0.3) = -0.09 (alpha 0.3).
+    """
+    lesson = {
+        "kind": "insight",
+        "text": "a block of 256 rows per program is fastest for softmax",
+        "applicability": {"op": "softmax"},
+    }
+    lid = client.post("/v1/lessons", json={"lessons": [lesson]}).json()["ids"][0]
+
+    def attempt(chip: str, triton: str, good: bool) -> None:
+        context = {"chip": chip, "toolchain": {"triton": triton}}
+        body = {"query": "softmax rows", "task": {"op": "softmax"}, "context": context}
+        got = client.post("/v1/retrieve", json={**body, "stage": "draft"}).json()
+        assert lid in [item["id"] for item in got["lessons"]]
+        outcome = {"compiled": True, "correct": good}
+        report = {"retrieval_id": got["retrieval_id"], "used": [lid], "outcome": outcome}
+        assert client.post("/v1/outcomes", json=report).status_code == 200
+
+    attempt("a100", "3.6.0", True)
+    attempt("h200", "3.6.0", True)
+    attempt("h200", "3.7.0", False)
+
+    def pair(**params: object) -> dict:
+        audit = client.get("/v1/audit/transfer", params={"chips": "a100,h200", **params}).json()
+        return next(p for p in audit["pairs"] if p["source"] == "a100")
+
+    assert pair()["common"][0]["target_q"] == pytest.approx(-0.09)
+    cut = client.get("/v1/audit/transfer", params={"chips": "a100,h200", "toolchain": "triton=3.6"})
+    assert cut.json()["toolchain"] == {"triton": "3.6"}
+    assert pair(toolchain="triton=3.6")["common"][0]["target_q"] == pytest.approx(0.3)
+    assert pair(toolchain="triton=3.7")["n_common"] == 0  # a100 has no outcome under 3.7
+    bad = client.get("/v1/audit/transfer", params={"toolchain": "triton"})
+    assert bad.status_code == 422 and bad.json()["code"] == "invalid_toolchain"
