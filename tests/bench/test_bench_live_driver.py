@@ -1,0 +1,99 @@
+"""The live benchmark's driver end to end on CPU, with the GPU runner replaced by a REPLAY.
+
+No GPU here, so `LiveBench.runner` is swapped for a runner that plays back the committed H200
+sweeps (recorded measurements, not live ones) with a fixed SYNTHETIC cost per attempt; the rest
+is the real driver: memories prepared in worker processes behind HTTP servers, the agent's
+runs over HTTP, scoring, the report and the trajectory files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import bench.live as live
+from bench.live_memory import load_sweeps
+from ingest.readers import native
+from kernels.runners.base import EvalResult
+from kernels.runners.replay import Recording, ReplayRunner
+
+SWEEPS = Path(__file__).resolve().parents[2] / "bench" / "results" / "h200"
+
+
+class RecordedRunner(ReplayRunner):
+    """The recorded sweep of one shape, with the live runner's space and a SYNTHETIC cost."""
+
+    name = "cuda"
+
+    def __init__(self, task: Any, case: Any) -> None:
+        super().__init__(
+            recording=Recording.from_trajectory(load_sweeps(SWEEPS, task.name)[case.name])
+        )
+        self.kernel_task = task
+
+    def parameter_space(self) -> dict[str, list[Any]]:
+        return {k: list(v) for k, v in self.kernel_task.tuning_space.items()}
+
+    def evaluate(self, config: dict[str, Any]) -> EvalResult:
+        result = super().evaluate(config)
+        metrics = {**result.metrics, "cost_s": 0.02, "cost_first_launch_s": 0.01}
+        if result.latency_ms:
+            metrics.setdefault("latency_median_ms", result.latency_ms)
+        return dataclasses.replace(result, metrics=metrics)
+
+    def release(self) -> None:
+        pass
+
+
+@pytest.mark.skipif(not (SWEEPS / "softmax.jsonl").is_file(), reason="no committed H200 sweeps")
+def test_driver_writes_a_scored_report_and_ingestible_trajectories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(
+        torch.cuda,
+        "get_device_properties",
+        lambda *a: types.SimpleNamespace(multi_processor_count=132),
+    )
+    monkeypatch.setattr(
+        live.LiveBench, "runner", lambda self, task, case: RecordedRunner(task, case)
+    )
+    out = tmp_path / "out"
+    code = live.main(
+        [
+            *("--tasks", "softmax", "--shapes", "2", "--budget", "4", "--workers", "2"),
+            *("--arms", "random,value_backoff", "--out", str(out), "--trajectories", str(out)),
+        ]
+    )
+    assert code == 0
+    report = json.loads((out / "live.json").read_text())
+    assert [e["shape"] for e in report["shapes"]] == [
+        c for c in list(load_sweeps(SWEEPS, "softmax"))[:2]
+    ]
+    for entry in report["shapes"]:
+        assert set(entry["runs"]) == {"random", "same_task/value_backoff"}
+        memory = entry["runs"]["same_task/value_backoff"]["memory"]
+        assert memory["url"].startswith("http://127.0.0.1:")
+        # every other recorded shape (not just the held-out ones) is replayed as a source
+        assert memory["replayed_attempts"] == 4 * (len(load_sweeps(SWEEPS, "softmax")) - 1)
+        assert len(entry["sweep"]["attempts"]) == len(
+            load_sweeps(SWEEPS, "softmax")[entry["shape"]].attempts
+        )
+        for run in entry["runs"].values():
+            assert len(run["attempts"]) == 4 and 0.0 <= run["score"]["fraction_at"]["1"] <= 1.5
+    assert "same_task/value_backoff" in report["summary_all_shapes"]
+    assert "all_tasks skipped" in " ".join(report["notes"])
+    text = (out / "live.md").read_text()
+    assert "tunemem bench live --tasks softmax" in text
+    records = list(native.read(out / "live-softmax.jsonl"))
+    roles = sorted(r.evidence["role"] for r in records)
+    assert roles == ["agent"] * 4 + ["sweep"] * 2
