@@ -41,6 +41,8 @@ class RetrievedLesson:
     rendered_text: str | None = None
     warning: bool = False
     breakdown: dict[str, Any] = field(default_factory=dict)
+    glossary: tuple[dict[str, Any], ...] = ()
+    stale: bool = False
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RetrievedLesson:
@@ -56,6 +58,8 @@ class RetrievedLesson:
             rendered_text=data.get("rendered_text"),
             warning=bool(data.get("warning", False)),
             breakdown=dict(data.get("breakdown") or {}),
+            glossary=tuple(e for e in data.get("glossary") or () if isinstance(e, dict)),
+            stale=bool(data.get("stale", False)),
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from agent_client.models import RetrievedLesson
 from agent_client.proposers.base import ProposalRequest
 
 SYSTEM_PROMPT = """You tune a GPU kernel by choosing values for its tuning parameters.
@@ -21,10 +22,23 @@ def render_lessons(request: ProposalRequest) -> str:
     lines = []
     for lesson in request.lessons:
         text = lesson.rendered_text or lesson.text
-        tag = "WARNING " if lesson.warning else ""
+        tag = ("WARNING " if lesson.warning else "") + (
+            "STALE (measured under an older compiler; re-check) " if lesson.stale else ""
+        )
         hint = f" hint={json.dumps(lesson.hint, sort_keys=True)}" if lesson.hint else ""
-        lines.append(f"- [{lesson.id}] {tag}({lesson.kind}) {text}{hint}")
+        lines.append(f"- [{lesson.id}] {tag}({lesson.kind}) {text}{hint}{render_glossary(lesson)}")
     return "\n".join(lines)
+
+
+def render_glossary(lesson: RetrievedLesson) -> str:
+    """A transferred lesson's terms on this chip, caveats first-class: the lesson keeps its own
+    words, so the proposer needs the mapping (and what it changes) spelled out."""
+    parts = []
+    for entry in lesson.glossary:
+        counterpart = entry.get("counterpart") or "no counterpart"
+        detail = entry.get("caveat") or entry.get("note")
+        parts.append(f"{entry.get('term')} -> {counterpart}" + (f" ({detail})" if detail else ""))
+    return ("\n    terms here: " + "; ".join(parts)) if parts else ""
 
 
 def render_history(request: ProposalRequest) -> str:

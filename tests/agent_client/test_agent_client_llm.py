@@ -135,3 +135,32 @@ def test_unreachable_endpoint_falls_back() -> None:
     proposer = LLMProposer("http://127.0.0.1:9/v1", model="m", timeout_s=0.5)
     proposal = proposer.propose(_request())
     assert proposal.origin.startswith("llm-fallback:") and "endpoint error" in proposal.rationale
+
+
+def test_prompt_spells_out_the_glossary_and_staleness() -> None:
+    from agent_client.prompts import render_lessons
+
+    lesson = RetrievedLesson.from_json(
+        {
+            "id": "L2",
+            "kind": "insight",
+            "text": "each warp of 32 threads reads a 128-byte segment",
+            "transferred": True,
+            "rendered_text": "each warp of 32 threads reads a 128-byte segment",
+            "stale": True,
+            "glossary": [
+                {
+                    "term": "warp",
+                    "counterpart": "wavefront",
+                    "note": "a wavefront on mi300x is 64 lanes",
+                    "caveat": "a warp on cuda is 32 lanes; a wavefront on mi300x is 64 lanes",
+                }
+            ],
+        }
+    )
+    request = ProposalRequest(
+        TaskDescription(op="conv", chip="mi300x", backend="hip"), SPACE, "draft", (lesson,), (), ()
+    )
+    text = render_lessons(request)
+    assert "STALE" in text
+    assert "warp -> wavefront (a warp on cuda is 32 lanes; a wavefront on mi300x is 64" in text
