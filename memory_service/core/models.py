@@ -1,5 +1,6 @@
 """API models: the request and response shapes of DESIGN section 6 (fields may be added,
-never renamed). Table objects never leave the service; these do.
+never renamed). Table objects never leave the service; these do. The glossary and toolchain
+evidence models they hold live in `transfer_models`.
 
 Inputs are bounded at the door, so nothing accepted can fail later: free JSON (`hint`,
 `applicability.signature`, `provenance`, `task.signature`) is plain strict JSON of at most
@@ -16,6 +17,11 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ingest.validate import MAX_LATENCY_MS, json_problem
+from memory_service.core.transfer_models import (
+    EvidencePublic,
+    GlossaryEntryPublic,
+    ToolchainBreakdown,
+)
 from retrieval.toolchain import parse_toolchain
 
 LessonKind = Literal["insight", "failure", "exemplar", "api"]
@@ -101,22 +107,6 @@ class LessonUpdate(BaseModel):
             if name in self.model_fields_set and getattr(self, name) is None:
                 raise ValueError(f"{name} may be left out but not null")
         return self
-
-
-class VersionChangePublic(BaseModel):
-    component: str
-    evidence: str = Field(description="the version the evidence was gathered under")
-    current: str = Field(description="the version the query runs")
-
-
-class EvidencePublic(BaseModel):
-    """Evidence gathered under one set of toolchain versions."""
-
-    versions: dict[str, str]
-    n: int = Field(description="outcomes under these versions (0 for the source run)")
-    source: bool = Field(description="the run the lesson was distilled from")
-    status: Literal["current", "superseded", "unknown"]
-    changed: list[VersionChangePublic] = Field(default_factory=list)
 
 
 class LessonPublic(LessonBase):
@@ -243,18 +233,6 @@ class RetrieveRequest(BaseModel):
     options: RetrieveOptions = Field(default_factory=RetrieveOptions)
 
 
-class ToolchainBreakdown(BaseModel):
-    """How the query's toolchain discounted a lesson's value, and the versions behind it."""
-
-    current: dict[str, str] = Field(description="the toolchain the query named")
-    weights: dict[str, float] = Field(
-        description="per scope, the weight of one outcome there (< 1 where some are superseded)"
-    )
-    undiscounted_value: float
-    evidence: list[EvidencePublic]
-    stale: bool
-
-
 class Breakdown(BaseModel):
     similarity: float
     value: float
@@ -271,17 +249,6 @@ class Breakdown(BaseModel):
     toolchain: ToolchainBreakdown | None = Field(
         None, description="present when the query's context names its toolchain"
     )
-
-
-class GlossaryEntryPublic(BaseModel):
-    """A source term of a transferred lesson and its counterpart on the target chip."""
-
-    term: str
-    concept: str
-    counterpart: str | None = Field(description="None where the target has no counterpart")
-    rendered: bool = Field(description="whether rendered_text uses the counterpart")
-    note: str | None = Field(None, description="what the target chip's descriptor says")
-    caveat: str | None = Field(None, description="where the mapping changes a quantity")
 
 
 class RetrievedLesson(BaseModel):

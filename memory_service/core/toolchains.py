@@ -19,14 +19,11 @@ from sqlmodel import Session, col, delete, select
 
 from memory_service.core.lesson_rows import to_public
 from memory_service.core.models import (
-    EvidencePublic,
     LessonFilter,
     LessonList,
     LessonPublic,
     RetrievedLesson,
     RetrieveRequest,
-    ToolchainBreakdown,
-    VersionChangePublic,
 )
 from memory_service.core.schema import (
     Lesson,
@@ -35,6 +32,11 @@ from memory_service.core.schema import (
     Outcome,
     Retrieval,
     Trajectory,
+)
+from memory_service.core.transfer_models import (
+    EvidencePublic,
+    ToolchainBreakdown,
+    VersionChangePublic,
 )
 from retrieval.ranking import RankingSettings
 from retrieval.toolchain import (

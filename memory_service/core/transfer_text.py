@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import platforms
-from memory_service.core.models import GlossaryEntryPublic
 from memory_service.core.schema import Lesson
+from memory_service.core.transfer_models import GlossaryEntryPublic
 from retrieval.query import is_transferred, source_scope
 
 
