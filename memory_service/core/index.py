@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
@@ -138,6 +139,8 @@ class MemoryIndex(VectorIndex):
 class ChromaIndex(VectorIndex):
     """Chroma collection with cosine distance; embedded (path) or client of a server (url)."""
 
+    COUNT_TTL_S = 10.0
+
     def __init__(
         self, path: Path | None = None, url: str | None = None, collection: str = COLLECTION
     ):
@@ -162,6 +165,11 @@ class ChromaIndex(VectorIndex):
             raise ValueError("ChromaIndex needs a path (embedded) or a url (server)")
         self._name = collection
         self._collections: dict[str, Any] = {}
+        # Entries per tenant, counted once and kept until this process writes (Chroma counts by
+        # scanning, which cost a sixth of a retrieve at 100k lessons). A server is shared by
+        # several workers, so there the count is also recounted after COUNT_TTL_S.
+        self._counts: dict[str, tuple[int, float]] = {}
+        self._count_ttl = self.COUNT_TTL_S if url else None
 
     # One collection per tenant: a query then needs no metadata filter, which in Chroma
     # would scan the metadata of every entry.
@@ -195,6 +203,7 @@ class ChromaIndex(VectorIndex):
             by_tenant.setdefault(meta["tenant"], []).append(i)
         step = 4000  # below Chroma's maximum batch size
         for tenant, rows in by_tenant.items():
+            self._counts.pop(tenant, None)
             collection = self._collection(tenant)
             for start in range(0, len(rows), step):
                 part = rows[start : start + step]
@@ -203,28 +212,35 @@ class ChromaIndex(VectorIndex):
                     embeddings=vectors[part].tolist(),
                     metadatas=[metadatas[i] for i in part],
                 )
+            self._counts.pop(tenant, None)  # again: a count may have run during the upsert
 
     def delete(self, ids: list[str]) -> None:
         if ids:
+            self._counts.clear()
             for collection in self._all_collections():
                 collection.delete(ids=ids)
 
     def query(self, vector: np.ndarray, n: int, tenant: str) -> list[tuple[str, float]]:
-        collection = self._collection(tenant)
-        total = collection.count()
-        if total == 0 or n <= 0:
+        if n <= 0:
             return []
-        result = collection.query(
-            query_embeddings=[vector.tolist()], n_results=min(n, total), include=["distances"]
+        # Chroma (1.x) answers n_results beyond the collection's size with what it has.
+        result = self._collection(tenant).query(
+            query_embeddings=[vector.tolist()], n_results=n, include=["distances"]
         )
         ids = result["ids"][0]
         distances = result["distances"][0]
         return [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
 
     def count(self, tenant: str | None = None) -> int:
-        if tenant is not None:
-            return int(self._collection(tenant).count())
-        return sum(int(c.count()) for c in self._all_collections())
+        if tenant is None:
+            return sum(int(c.count()) for c in self._all_collections())
+        cached = self._counts.get(tenant)
+        now = time.monotonic()
+        if cached is not None and (self._count_ttl is None or now - cached[1] < self._count_ttl):
+            return cached[0]
+        total = int(self._collection(tenant).count())
+        self._counts[tenant] = (total, now)
+        return total
 
     def reset(self, tenant: str | None = None) -> None:
         if tenant is not None:
@@ -236,6 +252,7 @@ class ChromaIndex(VectorIndex):
         for collection in self._all_collections():
             self._client.delete_collection(collection.name)
         self._collections = {}
+        self._counts.clear()
 
 
 INDEX_KINDS = ("chroma", "chroma-http", "memory")
