@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from memory_service.cli.common import DataDirOpt, err, open_local
+from memory_service.cli.common import DataDirOpt, err, fail, open_local, settings_for
 
 if TYPE_CHECKING:
     from memory_service.service import MemoryService
@@ -20,9 +21,44 @@ def serve(
         bool,
         typer.Option("--seed/--no-seed", help="ingest the bundled sample data into an empty store"),
     ] = False,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="API worker processes; more than one needs the server mode "
+            "(TUNEMEM_DATABASE_URL and TUNEMEM_INDEX=chroma-http)",
+        ),
+    ] = 1,
+    access_log: Annotated[
+        bool, typer.Option("--access-log/--no-access-log", help="log every request")
+    ] = False,
 ) -> None:
-    """Start the HTTP API (OpenAPI at /docs) on the embedded store."""
+    """Start the HTTP API (OpenAPI at /docs) on the embedded store, or on the server mode's."""
     import uvicorn
+
+    # uvloop and httptools when installed (uvicorn's "auto" picks them), no per-request log
+    # line unless asked: /metrics counts requests.
+    options = dict(host=host, port=port, log_level="info", access_log=access_log)
+    if workers > 1:
+        settings = settings_for(data_dir)
+        if settings.database_url is None or settings.index != "chroma-http":
+            fail(
+                "--workers > 1 needs the server mode: an embedded store (SQLite file, Chroma "
+                "directory) has one owning process; set TUNEMEM_DATABASE_URL and "
+                "TUNEMEM_INDEX=chroma-http with TUNEMEM_INDEX_URL"
+            )
+        if seed or settings.seed_samples:
+            seed_samples(open_local(data_dir))
+        if data_dir is not None:  # each worker builds its settings from the environment
+            os.environ["TUNEMEM_DATA_DIR"] = str(data_dir)
+        err.print(f"tunemem serving on http://{host}:{port} ({workers} workers, server mode)")
+        uvicorn.run(
+            "memory_service.http.app:app_from_environment",
+            factory=True,
+            workers=workers,
+            **options,  # type: ignore[arg-type]
+        )
+        return
 
     from memory_service.http.app import create_app
 
@@ -33,7 +69,7 @@ def serve(
     bracketed = f"[{local_host}]" if ":" in local_host else local_host
     service.store.advertise(f"http://{bracketed}:{port}")  # named to processes it refuses
     err.print(f"tunemem serving on http://{host}:{port} (data: {service.settings.data_dir})")
-    uvicorn.run(create_app(service), host=host, port=port, log_level="info")
+    uvicorn.run(create_app(service), **options)  # type: ignore[arg-type]
 
 
 def seed_samples(service: MemoryService) -> None:

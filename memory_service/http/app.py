@@ -18,6 +18,7 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memory_service.core.errors import ServiceError
 from memory_service.http.deps import ServiceDep
@@ -30,6 +31,39 @@ from memory_service.http.errors import (
 from memory_service.http.ratelimit import WriteQuota
 from memory_service.http.routes import admin, audit, learning, lessons, trajectories
 from memory_service.service import MemoryService
+
+
+class MetricsMiddleware:
+    """Count requests and time them per route, as plain ASGI.
+
+    (Starlette's `@app.middleware("http")` runs each request through a task group and memory
+    streams, which cost more than the metrics themselves.)
+    """
+
+    def __init__(self, app: ASGIApp, requests_total: Counter, latency: Histogram):
+        self.app = app
+        self.requests_total = requests_total
+        self.latency = latency
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500
+
+        async def send_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            name = getattr(scope.get("route"), "path", "unmatched")
+            self.requests_total.labels(name, str(status)).inc()
+            self.latency.labels(name).observe(time.perf_counter() - start)
 
 
 def create_app(service: MemoryService) -> FastAPI:
@@ -54,19 +88,10 @@ def create_app(service: MemoryService) -> FastAPI:
         "tunemem_request_seconds", "HTTP request latency", ["route"], registry=registry
     )
     app.add_middleware(BodyLimitMiddleware, max_bytes=service.settings.max_body_bytes)
+    app.add_middleware(MetricsMiddleware, requests_total=requests_total, latency=latency)
     install_error_handlers(app)
     for module in (audit, lessons, learning, trajectories, admin):
         app.include_router(module.router)
-
-    @app.middleware("http")
-    async def _metrics(request: Request, call_next: Any) -> Response:
-        start = time.perf_counter()
-        response = await call_next(request)
-        route = request.scope.get("route")
-        name = getattr(route, "path", "unmatched")
-        requests_total.labels(name, str(response.status_code)).inc()
-        latency.labels(name).observe(time.perf_counter() - start)
-        return response
 
     @app.get("/healthz", responses={503: {"description": "the vector index is unusable"}})
     def healthz(
@@ -95,3 +120,9 @@ def create_app(service: MemoryService) -> FastAPI:
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     return app
+
+
+def app_from_environment() -> FastAPI:
+    """The app over a service configured by TUNEMEM_* alone: what each of several uvicorn
+    workers builds for itself (`tunemem serve --workers N`, server mode)."""
+    return create_app(MemoryService())
