@@ -20,6 +20,7 @@ from memory_service.core import auth, bundles
 from memory_service.core.audit import transfer_audit
 from memory_service.core.audit_models import TransferAuditPublic
 from memory_service.core.embedder import Embedder, create_embedder
+from memory_service.core.embedding_cache import DiskCachedEmbedder, EmbeddingCache
 from memory_service.core.index import VectorIndex, create_index
 from memory_service.core.ingest import ingest_records
 from memory_service.core.learning import LearningLoop
@@ -57,8 +58,12 @@ class MemoryService:
         self.settings = settings or Settings()
         self.store = Store.open(self.settings)
         self.embedder = embedder or create_embedder(
-            self.settings.embedder, self.settings.embedding_model_path
+            self.settings.embedder, self.settings.embedding_model_path, self.settings.embed_threads
         )
+        cache_path = self.settings.resolved_embedding_cache()
+        self._embedding_cache = EmbeddingCache(cache_path) if cache_path else None
+        if self._embedding_cache is not None:
+            self.embedder = DiskCachedEmbedder(self.embedder, self._embedding_cache)
         self.index = index or create_index(
             self.settings.index,
             path=self.settings.data_dir / "chroma",
@@ -80,6 +85,8 @@ class MemoryService:
 
     def close(self) -> None:
         self.store.close()
+        if self._embedding_cache is not None:
+            self._embedding_cache.close()
 
     # ----------------------------------------------------------------- lessons
     def add_lessons(

@@ -198,7 +198,7 @@ def import_bundle(
                 added["attempt"] = len(attempts)
             active = [r for r in new_lessons if r.status == "active"]
             if active:
-                vectors = embedder.embed(
+                vectors = embedder.embed_documents(
                     [embedding_text(r.kind, r.text, r.applicability) for r in active]
                 )
                 index.upsert([r.id for r in active], vectors, [index_metadata(r) for r in active])

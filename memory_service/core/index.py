@@ -48,6 +48,10 @@ class VectorIndex(ABC):
             (id, cosine similarity), most similar first.
         """
 
+    def query_many(self, vectors: np.ndarray, n: int, tenant: str) -> list[list[tuple[str, float]]]:
+        """`query` for each row of `vectors`, in order (an index may answer them in one call)."""
+        return [self.query(vector, n, tenant) for vector in vectors]
+
     @abstractmethod
     def count(self, tenant: str | None = None) -> int:
         """Number of entries (of one tenant, when given)."""
@@ -230,6 +234,21 @@ class ChromaIndex(VectorIndex):
         ids = result["ids"][0]
         distances = result["distances"][0]
         return [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
+
+    def query_many(self, vectors: np.ndarray, n: int, tenant: str) -> list[list[tuple[str, float]]]:
+        if n <= 0 or len(vectors) == 0:
+            return [[] for _ in range(len(vectors))]
+        collection = self._collection(tenant)
+        answers: list[list[tuple[str, float]]] = []
+        for start in range(0, len(vectors), 1000):
+            result = collection.query(
+                query_embeddings=vectors[start : start + 1000].tolist(),
+                n_results=n,
+                include=["distances"],
+            )
+            for ids, distances in zip(result["ids"], result["distances"], strict=True):
+                answers.append([(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)])
+        return answers
 
     def count(self, tenant: str | None = None) -> int:
         if tenant is None:

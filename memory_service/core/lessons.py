@@ -108,13 +108,15 @@ class Lessons:
         ]
         # Only lessons whose content is not stored yet need an embedding (the costly part).
         fresh = [i for i, d in enumerate(digests) if d not in existing]
-        fresh_vectors = self.embedder.embed(
+        fresh_vectors = self.embedder.embed_documents(
             [
                 lesson_rows.embedding_text(rows[i].kind, rows[i].text, rows[i].applicability)
                 for i in fresh
             ]
         )
         vector_of = dict(zip(fresh, fresh_vectors, strict=True))
+        # Nearest stored lessons of every fresh one in one index call (near-duplicate check).
+        hits_of = dict(zip(fresh, self.index.query_many(fresh_vectors, 3, tenant), strict=True))
         ids: list[str] = []
         merged: list[str] = []
         created: list[str] = []
@@ -124,7 +126,7 @@ class Lessons:
             target = existing.get(digest)
             if target is None:
                 target = self._near_duplicate(
-                    session, row, vector_of[i], tenant, new_rows, new_vectors
+                    session, row, vector_of[i], hits_of[i], new_rows, new_vectors
                 )
             if target:
                 ids.append(target)
@@ -143,7 +145,7 @@ class Lessons:
         session: Session,
         row: Lesson,
         vector: np.ndarray,
-        tenant: str,
+        stored_hits: list[tuple[str, float]],
         batch_rows: list[Lesson],
         batch_vectors: list[np.ndarray],
     ) -> str | None:
@@ -153,7 +155,7 @@ class Lessons:
             for other, sim in zip(batch_rows, sims, strict=True):
                 if sim >= threshold and self._same_conditions(other, row):
                     return other.id
-        for candidate_id, sim in self.index.query(vector, 3, tenant):
+        for candidate_id, sim in stored_hits:
             if sim < threshold:
                 break
             stored = session.get(Lesson, candidate_id)
@@ -249,7 +251,7 @@ class Lessons:
             session.add(row)
             session.flush()
             if row.status == "active":
-                vector = self.embedder.embed(
+                vector = self.embedder.embed_documents(
                     [lesson_rows.embedding_text(row.kind, row.text, row.applicability)]
                 )
                 self.index.upsert([row.id], vector, [lesson_rows.index_metadata(row)])

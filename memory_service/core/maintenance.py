@@ -87,7 +87,7 @@ class Maintenance:
                 if not rows:
                     break
                 offset += len(rows)
-                vectors = self.embedder.embed(
+                vectors = self.embedder.embed_documents(
                     [lesson_rows.embedding_text(r.kind, r.text, r.applicability) for r in rows]
                 )
                 self.index.upsert(

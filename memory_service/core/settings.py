@@ -32,6 +32,15 @@ class Settings(BaseSettings):
         True,
         description="upgrade the SQL schema when the service starts (off: run `tunemem migrate`)",
     )
+    embed_threads: int = Field(
+        1, ge=0, description="torch threads per MiniLM forward pass; 0: torch's default"
+    )
+    embedding_cache: str = Field(
+        "auto",
+        description="file of lesson embeddings by content hash, reused across runs and stores; "
+        "auto: <data_dir>/embedding-cache.sqlite in the embedded mode, none in the server mode; "
+        "off: none",
+    )
     tenant: str = Field("default", description="tenant used when a request names none")
     api_key: str | None = Field(None, description="bearer key the CLI sends with --url")
     llm_url: str | None = Field(None, description="OpenAI-compatible endpoint for the LLM proposer")
@@ -114,6 +123,13 @@ class Settings(BaseSettings):
         return ToolchainPolicy.with_overrides(
             self.toolchain_components, self.toolchain_superseded_weight
         )
+
+    def resolved_embedding_cache(self) -> Path | None:
+        if self.embedding_cache == "off":
+            return None
+        if self.embedding_cache == "auto":
+            return None if self.database_url else self.data_dir / "embedding-cache.sqlite"
+        return Path(self.embedding_cache)
 
     def resolved_database_url(self) -> str:
         if self.database_url:

@@ -48,3 +48,15 @@ def test_query_beyond_the_tenants_size_returns_its_entries_most_similar_first(
     assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
     assert index.query(vectors[0], 5, "nobody") == []
     assert index.query(vectors[0], 0, "a") == []
+
+
+def test_query_many_answers_like_one_query_per_vector(index: VectorIndex) -> None:
+    vectors = _unit(30, 4)
+    index.upsert([f"v{i}" for i in range(30)], vectors, [{"tenant": "a"}] * 30)
+    probes = _unit(5, 5)
+    many = index.query_many(probes, 4, "a")
+    assert [[i for i, _ in hits] for hits in many] == [
+        [i for i, _ in index.query(p, 4, "a")] for p in probes
+    ]
+    assert index.query_many(probes[:0], 4, "a") == []
+    assert index.query_many(probes[:2], 4, "nobody") == [[], []]

@@ -1,0 +1,70 @@
+"""Embeddings are bit-identical however they are computed: alone (a query), in a batch of
+lessons of mixed lengths (ingest), or read back from the on-disk cache (a re-run)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+
+from memory_service.core.embedder import HashingEmbedder
+from memory_service.core.embedding_cache import DiskCachedEmbedder, EmbeddingCache
+
+WORDS = (
+    "softmax rmsnorm gemm attention tile block warps stages shared memory registers "
+    "occupancy BLOCK_SIZE=1024 num_warps=8 fp16 bf16 a100 h200 mi300x vectorised loads "
+    "reduction accumulators tensor cores wgmma cp.async coalesced bank conflicts"
+).split()
+
+
+def _texts(count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    texts = [" ".join(rng.choices(WORDS, k=rng.randint(1, 40))) for _ in range(count)]
+    texts.append(" ".join(rng.choices(WORDS, k=400)))  # past the model's 256 tokens: truncated
+    texts.append(texts[3])  # a repeat within the batch
+    return texts
+
+
+def test_minilm_batches_equal_single_text_embeddings_bit_for_bit(embedder) -> None:
+    texts = _texts(40, seed=11)
+    batch = embedder.embed_documents(texts)
+    alone = np.stack([embedder.inner.embed([t])[0] for t in texts])
+    assert batch.dtype == np.float32 and batch.shape == (len(texts), embedder.dim)
+    assert np.array_equal(batch, alone)
+    assert np.allclose(np.linalg.norm(batch, axis=1), 1.0, atol=1e-5)
+
+
+def test_disk_cache_returns_the_computed_vectors_and_only_for_its_model(tmp_path: Path) -> None:
+    texts = _texts(25, seed=5)
+    first = DiskCachedEmbedder(HashingEmbedder(), EmbeddingCache(tmp_path / "c.sqlite"))
+    computed = first.embed_documents(texts)
+    assert first.misses == len(set(texts)) and first.hits == len(texts) - len(set(texts))
+    first.cache.close()
+
+    again = DiskCachedEmbedder(HashingEmbedder(), EmbeddingCache(tmp_path / "c.sqlite"))
+    assert np.array_equal(again.embed_documents(texts), computed)
+    assert again.misses == 0 and again.hits == len(texts)
+    assert np.array_equal(again.embed([texts[0]]), computed[:1])  # queries: computed alike
+
+    other = DiskCachedEmbedder(HashingEmbedder(dim=64), again.cache)  # another fingerprint
+    assert other.embed_documents(texts[:3]).shape == (3, 64) and other.hits == 0
+
+
+def test_a_service_reuses_cached_lesson_embeddings_across_stores(make_service, tmp_path) -> None:
+    from memory_service.core.models import LessonCreate
+
+    lessons = [
+        LessonCreate(kind="insight", text=t, applicability={"op": "softmax"})
+        for t in _texts(6, seed=2)[:6]
+    ]
+    shared = str(tmp_path / "shared-cache.sqlite")
+    one = make_service(tmp_path / "one", embedding_cache=shared)
+    one.add_lessons(lessons)
+    assert one.embedder.misses == 6
+    two = make_service(tmp_path / "two", embedding_cache=shared)
+    two.add_lessons(lessons)
+    assert two.embedder.misses == 0 and two.embedder.hits == 6
+    off = make_service(tmp_path / "three", embedding_cache="off")
+    assert not isinstance(off.embedder, DiskCachedEmbedder)
+    assert not (tmp_path / "three" / "embedding-cache.sqlite").exists()
