@@ -1,10 +1,14 @@
-"""`tunemem bench service`: retrieve/report latency and throughput over HTTP at scale.
+"""`tunemem bench service`: retrieve/report latency and throughput of a real server, driven
+from a separate process, against the floor (bare embedding + bare index query) of one run.
 
-For each store size and index kind, a fresh store is bulk-loaded with SYNTHETIC lessons and
-values (`service_store`), then a real uvicorn server in a thread serves `create_app(service)`
-and client threads drive it with retrieve+report pairs (`service_load`). Each case runs in a
-child interpreter so its peak RSS is its own. The result names the machine and is written as
-bench/results/service.json and service.md.
+For each store size (and the server mode, given its URLs), a child process bulk-loads a
+SYNTHETIC store (`service_store`) and times the floor on it: the bare query embedding and the
+bare vector-index query that a retrieve makes, with the same fresh texts. Then `tunemem serve`
+runs as its own process on that store and `service_driver` processes load it: closed loop at
+each concurrency, open loop at fractions of the closed-loop maximum. py-spy samples the server
+during one more concurrency-1 run (`service_profile`); the server's peak RSS is read from
+/proc. Every run records the machine's load average, since the machine may be shared. Results:
+bench/results/<name>.json and <name>.md (`service_report` writes the Markdown).
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -22,103 +28,378 @@ from typing import Annotated, Any
 
 import typer
 
-from bench import machine, write_result
-from bench.service_load import (
-    ServerThread,
-    drive,
-    hot_queries,
-    percentiles,
-    query_body,
-    request_plan,
-    rss_mb,
-)
+from bench.service_driver import fresh_query, percentiles
 from bench.service_store import SYNTHETIC_NOTE, build_store
 
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
-def run_case(
-    size: int,
-    index_kind: str,
-    requests: int,
-    concurrency: int,
-    seed: int,
-    fresh_fraction: float,
-    value_fraction: float,
-    database_url: str | None = None,
-    index_url: str | None = None,
-    analyze: bool = False,
-) -> dict[str, Any]:
-    """Build one store and measure it; runs in its own process when called by the bench."""
-    from memory_service.core.embedder import create_embedder
+
+# ------------------------------------------------------------------ prepare (child process)
+def prepare_case(case: dict[str, Any]) -> dict[str, Any]:
+    """Build the store of one case and time its floor; run in a child process (`_child`)."""
+    from memory_service.core.learning import LearningLoop
+    from memory_service.core.models import RetrieveRequest
     from memory_service.core.settings import Settings
     from memory_service.service import MemoryService
+    from retrieval.ranking import recall_size
 
-    mode = "server" if database_url or index_url else "embedded"
-    with tempfile.TemporaryDirectory(prefix="tunemem-bench-service-") as workdir:
-        settings = Settings(
-            data_dir=Path(workdir),
-            index=index_kind,
-            embedder="hashing",
-            database_url=database_url,
-            index_url=index_url,
-            tenant=f"bench-{uuid.uuid4().hex[:8]}" if mode == "server" else "default",
+    settings = Settings(**case["settings"])
+    service = MemoryService(settings)
+    try:
+        build = build_store(
+            service, case["size"], case["seed"], case["value_fraction"], distinct=case["distinct"]
         )
-        service = MemoryService(settings, embedder=create_embedder("hashing"))
-        build = build_store(service, size, seed, value_fraction)
-        if analyze:  # planner statistics, so SQLite picks the primary key for `id IN (...)`
-            with service.engine.begin() as conn:
-                conn.exec_driver_sql("ANALYZE")
-        rss_built, _ = rss_mb()
-        load_before = os.getloadavg()[0]
-        server = ServerThread(service)
-        try:
-            warm = [{"body": q, "cached": False} for q in hot_queries(seed)]
-            drive(server.url, warm, concurrency, seed)
-            plan = request_plan(requests, fresh_fraction, seed)
-            samples, wall = drive(server.url, plan, concurrency, seed + 1)
-        finally:
-            server.close()
-            if mode == "server":  # leave the shared Chroma collection as it was found
-                _drop_from_index(service)
-            service.close()
-    rss_now, rss_peak = rss_mb()
-    ok = [s for s in samples if s["ok"]]
-    by = {ep: [s["ms"] for s in ok if s["endpoint"] == ep] for ep in ("retrieve", "report")}
+        bare = service.embedder
+        while hasattr(bare, "inner"):  # past the query and disk caches: the model itself
+            bare = bare.inner
+        tenant = settings.tenant
+        n = 2 * recall_size(settings.ranking(k=3), service.index.count(tenant))
+        rng = random.Random(case["seed"] + 99)
+        bare.embed(["warm-up"])
+        embed_ms, index_ms, both_ms = [], [], []
+        for i in range(case["floor_queries"]):
+            request = RetrieveRequest(**fresh_query(rng, i, f"floor-{uuid.uuid4().hex[:6]}"))
+            chip, backend, _ = LearningLoop.resolve_context(request.context)
+            text = LearningLoop.query_text(request, chip, backend)
+            t0 = time.perf_counter()
+            vector = bare.embed([text])[0]
+            t1 = time.perf_counter()
+            service.index.query(vector, n, tenant)
+            t2 = time.perf_counter()
+            embed_ms.append(1000 * (t1 - t0))
+            index_ms.append(1000 * (t2 - t1))
+            both_ms.append(1000 * (t2 - t0))
+    finally:
+        service.close()
     return {
-        "lessons": size,
-        "index": index_kind,
-        "mode": mode,
         "build": build,
-        "requests": len(samples),
-        "errors": len(samples) - len(ok),
-        "wall_s": round(wall, 2),
-        "requests_per_s": round(len(samples) / wall, 1) if wall else 0.0,
-        "pairs_per_s": round(len(by["report"]) / wall, 1) if wall else 0.0,
-        "retrieve_ms": percentiles(by["retrieve"]),
-        "report_ms": percentiles(by["report"]),
-        "retrieve_cached_ms": percentiles(
-            [s["ms"] for s in ok if s["endpoint"] == "retrieve" and s["cached"]]
-        ),
-        "retrieve_fresh_ms": percentiles(
-            [s["ms"] for s in ok if s["endpoint"] == "retrieve" and not s["cached"]]
-        ),
-        "sql_analyzed": analyze,
-        "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
-        "rss_after_build_mb": rss_built,
-        "rss_end_mb": rss_now,
-        "peak_rss_mb": rss_peak,
+        "floor": {
+            "embedder": bare.name,
+            "index_query_n": n,
+            "embed_ms": percentiles(embed_ms),
+            "index_query_ms": percentiles(index_ms),
+            "embed_plus_query_ms": percentiles(both_ms),
+        },
     }
 
 
-def _drop_from_index(service: Any) -> None:
-    """Remove this case's tenant from the vector index (its SQL rows stay, as history)."""
-    from sqlmodel import Session, select
+def _child(function: str, argument: dict[str, Any]) -> Any:
+    """Run `bench.service.<function>(argument)` in a fresh interpreter; its JSON result."""
+    with tempfile.TemporaryDirectory(prefix="tunemem-bench-child-") as tmp:
+        result_path = Path(tmp) / "result.json"
+        code = (
+            "import json, sys; import bench.service as b; "
+            f"open(sys.argv[2], 'w').write(json.dumps(b.{function}(json.loads(sys.argv[1]))))"
+        )
+        subprocess.run(
+            [sys.executable, "-c", code, json.dumps(argument), str(result_path)],
+            check=True,
+            cwd=REPO_ROOT,
+        )
+        return json.loads(result_path.read_text())
 
-    from memory_service.core.schema import Lesson
 
-    with Session(service.engine) as session:
-        ids = list(session.exec(select(Lesson.id).where(Lesson.tenant == service.settings.tenant)))
-    for start in range(0, len(ids), 4000):
-        service.index.delete(ids[start : start + 4000])
+# ------------------------------------------------------------------ server process
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _environment(settings: dict[str, Any]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUNEMEM_")}
+    env.update({f"TUNEMEM_{k.upper()}": str(v) for k, v in settings.items() if v is not None})
+    env.update(HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO_ROOT))
+    return env
+
+
+class ServerProcess:
+    """`python -m memory_service.cli serve` on the case's store, in its own process."""
+
+    def __init__(self, settings: dict[str, Any], workers: int, log: Path):
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        command = [sys.executable, "-m", "memory_service.cli", "serve"]
+        command += ["--host", "127.0.0.1", "--port", str(self.port), "--workers", str(workers)]
+        self._log = open(log, "w")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen(
+            command,
+            env=_environment(settings),
+            cwd=REPO_ROOT,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        self._wait_ready(log)
+
+    def _wait_ready(self, log: Path, timeout: float = 180.0) -> None:
+        import httpx
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the server exited: {log.read_text()[-1500:]}")
+            try:
+                if httpx.get(f"{self.url}/metrics", timeout=5).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        raise RuntimeError(f"the server did not answer within {timeout:.0f} s")
+
+    def memory_mb(self) -> dict[str, float]:
+        """Peak and current RSS (MB) of the server process and of its workers, summed."""
+        pids = [self.process.pid, *_children(self.process.pid)]
+        peak = now = 0.0
+        largest = 0.0
+        for pid in pids:
+            status = _proc_status(pid)
+            peak += status.get("VmHWM", 0.0)
+            now += status.get("VmRSS", 0.0)
+            largest = max(largest, status.get("VmHWM", 0.0))
+        return {
+            "processes": len(pids),
+            "peak_rss_mb": round(peak, 1),
+            "largest_process_peak_rss_mb": round(largest, 1),
+            "rss_mb": round(now, 1),
+        }
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        found += [int(p) for p in task.read_text().split()]
+    return found + [grand for child in found for grand in _children(child)]
+
+
+def _proc_status(pid: int) -> dict[str, float]:
+    values: dict[str, float] = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                values[line.split(":")[0]] = int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return values
+
+
+def _drive(url: str, mode: str, concurrency: int, seed: int, spec: dict[str, Any], **kw: Any):
+    """One driver process; its result (bench.service_driver)."""
+    with tempfile.TemporaryDirectory(prefix="tunemem-bench-drive-") as tmp:
+        out = Path(tmp) / "run.json"
+        command = [sys.executable, "-m", "bench.service_driver", "--url", url, "--mode", mode]
+        command += ["--concurrency", str(concurrency), "--seed", str(seed), "--out", str(out)]
+        command += ["--duration", str(kw.get("duration", spec["duration"]))]
+        command += ["--warmup", str(spec["warmup"])]
+        if "rate" in kw:
+            command += ["--rate", str(kw["rate"])]
+        subprocess.run(
+            command, check=True, cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+        )
+        return json.loads(out.read_text())
+
+
+# ------------------------------------------------------------------ one case
+def run_case(case: dict[str, Any], spec: dict[str, Any], workdir: Path) -> dict[str, Any]:
+    """Prepare, serve and load one (size, mode) case."""
+    from bench import service_profile
+
+    prepared = _child("prepare_case", case)
+    server = ServerProcess(
+        case["settings"], case["workers"], workdir / f"server-{case['size']}.log"
+    )
+    runs: list[dict[str, Any]] = []
+    profile: dict[str, Any] = {"available": False, "reason": "not asked for (--profile-seconds 0)"}
+    try:
+        seed = case["seed"] + 1
+        for concurrency in spec["concurrency"]:
+            print(f"  closed loop, concurrency {concurrency}", file=sys.stderr, flush=True)
+            runs.append(_drive(server.url, "closed", concurrency, seed, spec))
+            seed += 1
+        top = max((r["pairs_per_s"] for r in runs), default=0.0)
+        for fraction in spec["open_fractions"]:
+            rate = round(max(1.0, fraction * top), 1)
+            print(f"  open loop, {rate} pairs/s", file=sys.stderr, flush=True)
+            run = _drive(server.url, "open", max(spec["concurrency"]), seed, spec, rate=rate)
+            run["rate_fraction_of_closed_max"] = fraction
+            runs.append(run)
+            seed += 1
+        if spec["profile_seconds"] > 0:
+            print("  profile (py-spy), concurrency 1", file=sys.stderr, flush=True)
+            sampler = service_profile.start(server.process.pid, spec["profile_seconds"])
+            _drive(server.url, "closed", 1, seed, spec, duration=spec["profile_seconds"])
+            profile = service_profile.finish(sampler)
+        memory = server.memory_mb()
+    finally:
+        server.stop()
+        if case["mode"] == "server":
+            _child("drop_case", case)
+    return {
+        "lessons": case["size"],
+        "mode": case["mode"],
+        "workers": case["workers"],
+        "embedder": case["settings"]["embedder"],
+        **prepared,
+        "runs": runs,
+        "profile": profile,
+        "server_memory": memory,
+    }
+
+
+def drop_case(case: dict[str, Any]) -> bool:
+    """Remove a server-mode case's tenant from the shared vector index (SQL rows stay)."""
+    from memory_service.core.index import create_index
+
+    settings = case["settings"]
+    index = create_index(
+        "chroma-http", url=settings["index_url"], collection=settings["index_collection"]
+    )
+    index.reset(settings["tenant"])
+    return True
+
+
+# ------------------------------------------------------------------ the bench
+def run_service_bench(
+    sizes: list[int],
+    out: Path | None,
+    *,
+    embedder: str = "minilm",
+    distinct: int = 0,
+    concurrency: tuple[int, ...] = (1, 8, 32),
+    open_fractions: tuple[float, ...] = (0.5, 0.8),
+    duration: float = 15.0,
+    warmup: float = 3.0,
+    profile_seconds: float = 12.0,
+    floor_queries: int = 60,
+    database_url: str | None = None,
+    index_url: str | None = None,
+    server_sizes: list[int] | None = None,
+    workers: int = 2,
+    embedding_cache: Path | None = None,
+    embedded: bool = True,
+    seed: int = 0,
+    value_fraction: float = 0.25,
+    name: str = "service",
+    command: str | None = None,
+) -> dict[str, Any]:
+    """Measure the embedded store at each size and, given both server URLs, the server mode.
+
+    Args:
+        sizes: embedded store sizes in lessons.
+        out: results folder for name.json and name.md; None writes nothing.
+        embedder: the service's embedder (minilm: the default; hashing: no model time).
+        distinct: lessons embedded per store (0: all); the rest reuse vectors with jitter.
+        concurrency: closed-loop concurrencies; the largest is also the open loop's.
+        open_fractions: open-loop rates as fractions of the best closed-loop pairs/s.
+        duration: measured seconds per run (after `warmup` unmeasured seconds).
+        warmup: unmeasured seconds at the start of each run.
+        profile_seconds: length of the profiled concurrency-1 run (0: no profile).
+        floor_queries: fresh queries timed for the floor.
+        database_url: PostgreSQL URL of the server mode (a throwaway database).
+        index_url: Chroma server URL of the server mode.
+        server_sizes: server-mode sizes (default: `sizes`).
+        workers: API worker processes in the server mode.
+        embedding_cache: where lesson embeddings are cached across runs (default: a
+            temporary file per bench run).
+        embedded: measure the embedded store (False: server mode only).
+        seed: seed of stores and request streams.
+        value_fraction: share of lessons with synthetic LessonValue rows.
+        name: file stem of the results.
+        command: the command line to record (default: rebuilt from the arguments).
+
+    Returns:
+        The result document (also written when `out` is given).
+    """
+    from bench import machine
+    from bench.service_report import markdown
+
+    spec = dict(
+        concurrency=list(concurrency),
+        open_fractions=list(open_fractions),
+        duration=duration,
+        warmup=warmup,
+        profile_seconds=profile_seconds,
+    )
+    cases: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="tunemem-bench-service-") as tmp:
+        workdir = Path(tmp)
+        cache = str(embedding_cache or workdir / "embedding-cache.sqlite")
+        common = dict(embedder=embedder, embedding_cache=cache, embed_threads=1)
+        if embedded:
+            for size in sizes:
+                settings = dict(common, data_dir=str(workdir / f"store-{size}"), index="chroma")
+                cases.append(dict(mode="embedded", size=size, workers=1, settings=settings))
+        if database_url and index_url:
+            for size in server_sizes or sizes:
+                tenant = f"bench-{uuid.uuid4().hex[:8]}"
+                settings = dict(
+                    common,
+                    data_dir=str(workdir / f"server-{size}"),
+                    database_url=database_url,
+                    index="chroma-http",
+                    index_url=index_url,
+                    index_collection="tunemem_bench",
+                    tenant=tenant,
+                )
+                cases.append(dict(mode="server", size=size, workers=workers, settings=settings))
+        results = []
+        for position, case in enumerate(cases, 1):
+            case.update(
+                seed=seed,
+                value_fraction=value_fraction,
+                distinct=distinct,
+                floor_queries=floor_queries,
+            )
+            print(
+                f"service bench case {position}/{len(cases)}: {case['mode']}, "
+                f"{case['size']:,} lessons",
+                file=sys.stderr,
+                flush=True,
+            )
+            results.append(run_case(case, spec, workdir))
+    result: dict[str, Any] = {
+        "benchmark": "service",
+        "synthetic": SYNTHETIC_NOTE,
+        "command": command or _command_line(sizes, embedder, distinct, concurrency, duration, name),
+        "machine": machine(),
+        "code_version": _code_version(),
+        "settings": {
+            **spec,
+            "embedder": embedder,
+            "distinct": distinct,
+            "seed": seed,
+            "value_fraction": value_fraction,
+            "floor_queries": floor_queries,
+            "driver": "bench.service_driver: asyncio HTTP/1.1 keep-alive client, own process",
+            "server": "python -m memory_service.cli serve (uvicorn, uvloop, httptools)",
+        },
+        "server_mode": "measured"
+        if database_url and index_url
+        else "not measured: no --database-url/--index-url given (PostgreSQL + Chroma server)",
+        "cases": results,
+    }
+    if out is not None:
+        from bench import write_result
+
+        write_result(out, name, result, markdown(result))
+    return result
+
+
+def _command_line(sizes, embedder, distinct, concurrency, duration, name) -> str:  # type: ignore[no-untyped-def]
+    parts = ["tunemem bench service", *(f"--sizes {s}" for s in sizes), f"--embedder {embedder}"]
+    parts += [f"--distinct {distinct}"] if distinct else []
+    parts += [f"--concurrency {c}" for c in concurrency] + [f"--duration {duration}"]
+    parts += [f"--name {name}"] if name != "service" else []
+    return " ".join(parts)
 
 
 def _code_version() -> str | None:
@@ -128,7 +409,7 @@ def _code_version() -> str | None:
             ["git", "rev-parse", "--short", "HEAD"],
             capture_output=True,
             text=True,
-            cwd=Path(__file__).parent,
+            cwd=REPO_ROOT,
             timeout=10,
         )
     except (OSError, subprocess.TimeoutExpired):
@@ -136,223 +417,67 @@ def _code_version() -> str | None:
     return done.stdout.strip() or None
 
 
-def _case_in_child(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Run one case in a fresh interpreter (not multiprocessing: it would re-import __main__)."""
-    with tempfile.TemporaryDirectory(prefix="tunemem-bench-case-") as tmp:
-        result_path = Path(tmp) / "case.json"
-        code = (
-            "import json, sys; from bench.service import run_case; "
-            "open(sys.argv[2], 'w').write(json.dumps(run_case(**json.loads(sys.argv[1]))))"
-        )
-        subprocess.run(
-            [sys.executable, "-c", code, json.dumps(kwargs), str(result_path)], check=True
-        )
-        return json.loads(result_path.read_text())  # type: ignore[no-any-return]
-
-
-def minilm_query_ms(queries: int = 20, seed: int = 0) -> dict[str, Any]:
-    """Latency of embedding one fresh query with the default MiniLM embedder (no cache)."""
-    try:
-        from memory_service.core.embedder import MiniLMEmbedder
-
-        model = MiniLMEmbedder()
-    except (ImportError, FileNotFoundError) as exc:
-        return {"available": False, "reason": str(exc)}
-    rng = random.Random(seed)
-    model.embed(["warm-up"])
-    times = []
-    for i in range(queries):
-        text = query_body(rng, i)["query"]
-        t0 = time.perf_counter()
-        model.embed([text])
-        times.append(1000 * (time.perf_counter() - t0))
-    return {"available": True, **percentiles(times)}
-
-
-# ------------------------------------------------------------------ the bench
-def run_service_bench(
-    sizes: list[int],
-    out: Path | None,
-    index_kinds: list[str],
-    requests: int = 400,
-    concurrency: int = 4,
-    *,
-    seed: int = 0,
-    fresh_fraction: float = 0.5,
-    value_fraction: float = 0.25,
-    database_url: str | None = None,
-    index_url: str | None = None,
-    isolate: bool = True,
-    probe_minilm: bool = True,
-    analyze: bool = False,
-    name: str = "service",
-) -> dict[str, Any]:
-    """Measure every (size, index kind) and, given server URLs, the server mode too.
-
-    Args:
-        sizes: store sizes in lessons.
-        out: results folder for the JSON and Markdown results; None writes nothing.
-        index_kinds: embedded index kinds to measure (memory, chroma).
-        requests: retrieve+report pairs per case.
-        concurrency: client threads.
-        seed: seed of the synthetic store and the request plan.
-        fresh_fraction: share of requests whose query text is new (embedded on the request).
-        value_fraction: share of lessons given synthetic LessonValue rows.
-        database_url: a PostgreSQL (or other SQLAlchemy) URL for the server mode.
-        index_url: a Chroma server URL for the server mode (index chroma-http).
-        isolate: run each case in a child process, so peak RSS belongs to that case.
-        probe_minilm: also time single fresh-query embeddings with the MiniLM model.
-        analyze: run SQL ANALYZE after the bulk load (the service itself never does).
-        name: file stem of the results (name.json, name.md).
-
-    Returns:
-        The result document (also written as JSON when `out` is given).
-    """
-    embedded_kinds = [k for k in index_kinds if k != "none"]
-    cases = [dict(size=s, index_kind=k) for s in sizes for k in embedded_kinds]
-    if database_url or index_url:
-        cases += [
-            dict(
-                size=s,
-                index_kind="chroma-http" if index_url else "memory",
-                database_url=database_url,
-                index_url=index_url,
-            )
-            for s in sizes
-        ]
-    common = dict(
-        requests=requests,
-        concurrency=concurrency,
-        seed=seed,
-        fresh_fraction=fresh_fraction,
-        value_fraction=value_fraction,
-        analyze=analyze,
-    )
-    runs = []
-    for position, case in enumerate(cases, 1):
-        kwargs: dict[str, Any] = {**case, **common}
-        print(f"service bench case {position}/{len(cases)}: {case}", file=sys.stderr, flush=True)
-        if isolate:
-            runs.append(_case_in_child(kwargs))
-        else:
-            runs.append(run_case(**kwargs))
-    result: dict[str, Any] = {
-        "benchmark": "service",
-        "synthetic": SYNTHETIC_NOTE,
-        "command": "tunemem bench service "
-        + " ".join(
-            [f"--sizes {s}" for s in sizes]
-            + [f"--index {k}" for k in index_kinds]
-            + [f"--requests {requests}", f"--concurrency {concurrency}"]
-            + (["--analyze"] if analyze else [])
-            + ([f"--database-url '{database_url}'"] if database_url else [])
-            + ([f"--index-url {index_url}"] if index_url else [])
-            + ([f"--name {name}"] if name != "service" else [])
-        ),
-        "machine": machine(),
-        "code_version": _code_version(),
-        "settings": {
-            **common,
-            "embedder": "hashing (512-d)",
-            "hot_queries": 32,
-            "client": "httpx threads in the server's process",
-            "server": "uvicorn, one process, in-process thread",
-        },
-        "server_mode": "measured"
-        if (database_url or index_url)
-        else "not measured: no --database-url/--index-url given (PostgreSQL + Chroma server)",
-        "minilm_query_embed_ms": minilm_query_ms(seed=seed) if probe_minilm else None,
-        "runs": runs,
-    }
-    if out is not None:
-        write_result(out, name, result, markdown(result))
-    return result
-
-
-def markdown(result: dict[str, Any]) -> str:
-    """The result as a Markdown report with one table row per case."""
-    m = result["machine"]
-    lines = [
-        "# Service benchmark",
-        "",
-        f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB. "
-        f"Command: `{result['command']}` (code {result.get('code_version')})",
-        "",
-        f"Data: {result['synthetic']}",
-        "",
-        "Each request pair is POST /v1/retrieve then POST /v1/outcomes over HTTP (uvicorn, "
-        f"one process; httpx client threads in the same process). Server mode: "
-        f"{result['server_mode']}. SQL ANALYZE after loading: "
-        f"{'yes' if result['settings']['analyze'] else 'no (as the service runs)'}. Load 1 min "
-        "is the machine's load average before and after the measured requests.",
-        "",
-        "| lessons | index | mode | build s (lessons/s) | retrieve p50/p95/p99 ms "
-        "| retrieve p50 cached / fresh ms | report p50/p95/p99 ms | requests/s | pairs/s "
-        "| errors | peak RSS MB | load 1 min |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in result["runs"]:
-        ret, rep = r["retrieve_ms"], r["report_ms"]
-        lines.append(
-            f"| {r['lessons']:,} | {r['index']} | {r['mode']} | {r['build']['build_s']} "
-            f"({r['build']['lessons_per_s']:,}) | {ret.get('p50')} / {ret.get('p95')} / "
-            f"{ret.get('p99')} | {r['retrieve_cached_ms'].get('p50')} / "
-            f"{r['retrieve_fresh_ms'].get('p50')} | {rep.get('p50')} / {rep.get('p95')} / "
-            f"{rep.get('p99')} | {r['requests_per_s']} | {r['pairs_per_s']} | {r['errors']} "
-            f"| {r['peak_rss_mb']:,} | {' → '.join(map(str, r['load_average_1min']))} |"
-        )
-    probe = result.get("minilm_query_embed_ms")
-    if probe and probe.get("available"):
-        lines += [
-            "",
-            f"Fresh queries embed with the hashing embedder here; with the default "
-            f"MiniLM model one fresh query embedding takes p50 {probe['p50']} ms, "
-            f"p95 {probe['p95']} ms on this machine (added to a fresh retrieve).",
-        ]
-    lines += ["", "Build time splits into generate / embed / SQL / index seconds in the JSON."]
-    return "\n".join(lines) + "\n"
-
-
 # ------------------------------------------------------------------ CLI
 def bench_service(
-    sizes: Annotated[list[int], typer.Option("--sizes", help="store sizes in lessons")] = [  # noqa: B006
+    sizes: Annotated[list[int], typer.Option("--sizes", help="embedded store sizes")] = [  # noqa: B006
         10_000,
         100_000,
     ],
-    index: Annotated[
-        list[str],
-        typer.Option(
-            "--index", help="embedded index kinds: memory, chroma; none: server mode only"
-        ),
-    ] = [  # noqa: B006
-        "memory",
-        "chroma",
-    ],
-    requests: Annotated[int, typer.Option(help="retrieve+report pairs per case")] = 400,
-    concurrency: Annotated[int, typer.Option(help="client threads")] = 4,
-    fresh_fraction: Annotated[float, typer.Option(help="share of fresh query texts")] = 0.5,
+    embedder: Annotated[str, typer.Option(help="minilm (default) or hashing")] = "minilm",
+    distinct: Annotated[
+        int, typer.Option(help="lessons embedded per store (0: all); the rest reuse vectors")
+    ] = 0,
+    concurrency: Annotated[
+        list[int], typer.Option("--concurrency", help="closed-loop concurrencies")
+    ] = [1, 8, 32],  # noqa: B006
+    open_fraction: Annotated[
+        list[float],
+        typer.Option("--open-fraction", help="open-loop rates, as fractions of the closed max"),
+    ] = [0.5, 0.8],  # noqa: B006
+    duration: Annotated[float, typer.Option(help="measured seconds per run")] = 15.0,
+    warmup: Annotated[float, typer.Option(help="unmeasured seconds before each run")] = 3.0,
+    profile_seconds: Annotated[
+        float, typer.Option(help="py-spy profile of one concurrency-1 run (0: none)")
+    ] = 12.0,
     database_url: Annotated[
         str | None, typer.Option(help="server mode: PostgreSQL URL (throwaway database)")
     ] = None,
     index_url: Annotated[str | None, typer.Option(help="server mode: Chroma server URL")] = None,
+    server_sizes: Annotated[
+        list[int] | None, typer.Option("--server-sizes", help="server-mode sizes")
+    ] = None,
+    workers: Annotated[int, typer.Option(help="server mode: API worker processes")] = 2,
+    embedded: Annotated[
+        bool, typer.Option("--embedded/--no-embedded", help="measure the embedded store")
+    ] = True,
+    embedding_cache: Annotated[
+        Path | None, typer.Option(help="lesson-embedding cache kept across bench runs")
+    ] = None,
     out: Annotated[Path, typer.Option(help="results folder")] = Path("bench/results"),
     name: Annotated[str, typer.Option(help="results file stem")] = "service",
     seed: Annotated[int, typer.Option()] = 0,
-    analyze: Annotated[
-        bool, typer.Option("--analyze", help="run SQL ANALYZE after loading the store")
-    ] = False,
 ) -> None:
-    """Retrieve/report latency (p50/p95/p99), throughput and memory at scale, over HTTP."""
+    """Retrieve/report latency (p50/p95/p99), throughput and memory of a served store,
+    driven from separate processes, beside the floor (bare embedding + index query)."""
     run_service_bench(
         sizes,
         out,
-        index,
-        requests,
-        concurrency,
-        seed=seed,
-        fresh_fraction=fresh_fraction,
-        analyze=analyze,
-        name=name,
+        embedder=embedder,
+        distinct=distinct,
+        concurrency=tuple(concurrency),
+        open_fractions=tuple(open_fraction),
+        duration=duration,
+        warmup=warmup,
+        profile_seconds=profile_seconds,
         database_url=database_url,
         index_url=index_url,
+        server_sizes=server_sizes,
+        workers=workers,
+        embedding_cache=embedding_cache,
+        embedded=embedded,
+        seed=seed,
+        name=name,
+        command="tunemem bench service " + " ".join(sys.argv[3:])
+        if sys.argv[1:3] == ["bench", "service"]
+        else None,
     )

@@ -60,7 +60,6 @@ class VectorIndex(ABC):
     def reset(self, tenant: str | None = None) -> None:
         """Drop every entry (of one tenant, when given)."""
 
-
 class MemoryIndex(VectorIndex):
     """Exact search in process memory; for tests and small embedded stores."""
 
@@ -267,6 +266,7 @@ class ChromaIndex(VectorIndex):
             if any(c.name == name for c in self._all_collections()):
                 self._client.delete_collection(name)
             self._collections.pop(tenant, None)
+            self._counts.pop(tenant, None)
             return
         for collection in self._all_collections():
             self._client.delete_collection(collection.name)

@@ -64,10 +64,27 @@ def apply_reward(
     at: datetime,
 ) -> None:
     """Q <- Q + alpha (r - Q) for each credited lesson in every scope of the chain."""
-    # A fixed lock order (sorted) keeps concurrent workers from deadlocking.
-    for lesson_id in sorted(set(lesson_ids)):
-        for scope in sorted(scopes):
-            row = session.get(LessonValue, (lesson_id, stage, scope), with_for_update=True)
+    # A fixed lock order (sorted) keeps concurrent workers from deadlocking; the existing rows
+    # are read (and locked, on PostgreSQL) in that order by one statement, not one per row.
+    ids, chain = sorted(set(lesson_ids)), sorted(scopes)
+    if not ids or not chain:
+        return
+    existing = {
+        (row.lesson_id, row.scope): row
+        for row in session.exec(
+            select(LessonValue)
+            .where(
+                col(LessonValue.lesson_id).in_(ids),
+                LessonValue.stage == stage,
+                col(LessonValue.scope).in_(chain),
+            )
+            .order_by(col(LessonValue.lesson_id), col(LessonValue.scope))
+            .with_for_update()
+        )
+    }
+    for lesson_id in ids:
+        for scope in chain:
+            row = existing.get((lesson_id, scope))
             current = ScopeStats(row.n, row.q, row.sumsq) if row else None
             updated = update_stats(current, reward, alpha, q0)
             row = row or LessonValue(lesson_id=lesson_id, stage=stage, scope=scope)

@@ -1,4 +1,5 @@
-"""Service benchmark on a tiny SYNTHETIC store: result structure, ordered percentiles, files.
+"""Service benchmark on a tiny SYNTHETIC store: a real server process and driver processes,
+result structure, ordered percentiles, files; the driver, the profile attribution.
 
 No timing is asserted; the numbers come from `tunemem bench service`, not from this test.
 """
@@ -6,12 +7,15 @@ No timing is asserted; the numbers come from `tunemem bench service`, not from t
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
 
-from bench.service import markdown, run_service_bench
-from bench.service_load import percentiles, request_plan
+from bench.service import run_service_bench
+from bench.service_driver import fresh_query, percentiles
+from bench.service_profile import attribute
+from bench.service_report import markdown
 from bench.service_store import synthetic_lessons, synthetic_values
 
 
@@ -19,37 +23,56 @@ from bench.service_store import synthetic_lessons, synthetic_values
 def tiny_result(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
     out = tmp_path_factory.mktemp("bench")
     result = run_service_bench(
-        [300], out, ["memory", "chroma"], requests=24, concurrency=2, probe_minilm=False
+        [300],
+        out,
+        embedder="hashing",
+        distinct=120,
+        concurrency=(1, 2),
+        open_fractions=(0.5,),
+        duration=1.5,
+        warmup=0.3,
+        profile_seconds=0,
+        floor_queries=8,
+        name="tiny",
     )
     return result, out
 
 
-def test_every_case_measures_both_endpoints_without_errors(tiny_result: tuple) -> None:
+def test_every_run_measures_both_endpoints_without_errors(tiny_result: tuple) -> None:
     result, _ = tiny_result
-    assert [(r["lessons"], r["index"], r["mode"]) for r in result["runs"]] == [
-        (300, "memory", "embedded"),
-        (300, "chroma", "embedded"),
+    (case,) = result["cases"]
+    assert (case["lessons"], case["mode"], case["workers"]) == (300, "embedded", 1)
+    assert [(r["mode"], r["concurrency"]) for r in case["runs"]] == [
+        ("closed", 1),
+        ("closed", 2),
+        ("open", 2),
     ]
-    for run in result["runs"]:
-        assert run["errors"] == 0
-        assert run["requests"] == 48  # 24 retrieve + 24 report
-        assert run["retrieve_ms"]["n"] == run["report_ms"]["n"] == 24
-        assert run["retrieve_cached_ms"]["n"] + run["retrieve_fresh_ms"]["n"] == 24
-        assert run["build"]["value_rows"] > 0
-        assert run["peak_rss_mb"] >= run["rss_after_build_mb"] > 0
-        for key in ("retrieve_ms", "report_ms"):
+    for run in case["runs"]:
+        assert run["errors"] == {}
+        assert run["pairs"] == run["retrieve_ms"]["n"] == run["report_ms"]["n"] > 0
+        for key in ("retrieve_ms", "report_ms", "pair_ms"):
             p = run[key]
-            assert 0 < p["p50"] <= p["p95"] <= p["p99"]
+            assert 0 < p["p50"] <= p["p95"] <= p["p99"] <= p["max"]
+    open_run = case["runs"][-1]
+    assert open_run["rate"] == pytest.approx(max(0.5 * case["runs"][1]["pairs_per_s"], 1.0), 0.1)
+    assert case["build"]["embedded_lessons"] == 120 and case["build"]["value_rows"] > 0
+    floor = case["floor"]
+    assert floor["embed_ms"]["n"] == floor["index_query_ms"]["n"] == 8
+    assert floor["index_query_n"] >= 10
+    assert case["server_memory"]["peak_rss_mb"] > 0
+    assert case["profile"]["available"] is False
 
 
 def test_result_is_labelled_synthetic_and_written(tiny_result: tuple) -> None:
     result, out = tiny_result
     assert "SYNTHETIC" in result["synthetic"]
     assert "not measured" in result["server_mode"]
-    saved = json.loads((out / "service.json").read_text())
-    assert saved["runs"] == json.loads(json.dumps(result["runs"]))
-    table = (out / "service.md").read_text()
-    assert "| 300 | memory | embedded |" in table and "SYNTHETIC" in table
+    saved = json.loads((out / "tiny.json").read_text())
+    assert saved["cases"] == json.loads(json.dumps(result["cases"]))
+    table = (out / "tiny.md").read_text()
+    assert table == markdown(result)
+    assert "| 300 | embedded (1 worker) | closed c=1 |" in table and "SYNTHETIC" in table
+    assert "shared" in table and "## Floor" in table
 
 
 def test_synthetic_lessons_are_unique_and_deterministic() -> None:
@@ -67,69 +90,44 @@ def test_synthetic_lessons_are_unique_and_deterministic() -> None:
     assert {v["lesson_id"] for v in values} <= {r["id"] for r in rows}
 
 
-def test_request_plan_mixes_cached_and_fresh_queries() -> None:
-    plan = request_plan(200, 0.5, seed=3)
-    fresh = [p["body"]["query"] for p in plan if not p["cached"]]
-    cached = [p["body"]["query"] for p in plan if p["cached"]]
-    assert fresh and cached
-    assert len(set(fresh)) == len(fresh)  # every fresh text is new
-    assert len(set(cached)) <= 32  # repeats from the hot set
+def test_driver_queries_are_fresh_and_valid_requests() -> None:
+    from memory_service.core.models import RetrieveRequest
+
+    rng = random.Random(3)
+    bodies = [fresh_query(rng, i, "t") for i in range(300)]
+    assert len({b["query"] for b in bodies}) == 300  # every text is new
+    for body in bodies[:20]:
+        RetrieveRequest(**body)
 
 
 def test_percentiles_of_known_values() -> None:
     p = percentiles([float(v) for v in range(1, 101)])
-    assert (p["p50"], p["p95"], p["p99"]) == (50.5, 95.05, 99.01)
+    assert (p["p50"], p["p95"], p["p99"], p["max"]) == (50.5, 95.05, 99.01, 100.0)
     assert percentiles([]) == {"n": 0}
 
 
-def test_markdown_renders_a_row_per_run(tiny_result: tuple) -> None:
-    result, _ = tiny_result
-    rows = [line for line in markdown(result).splitlines() if line.startswith("| 300 |")]
-    assert len(rows) == 2
-
-
-def test_cli_command_runs_from_a_script_main(tmp_path: Path) -> None:
-    """`bench_service` registered in a typer app whose module is __main__ (as `tunemem` is)."""
-    import os
-    import subprocess
-    import sys
-
-    repo_root = Path(__file__).resolve().parents[2]  # this checkout's code, not an install
-
-    script = tmp_path / "cli.py"
-    script.write_text(
-        "import typer\n"
-        "from bench.service import bench_service\n"
-        "app = typer.Typer()\n"
-        "app.command('service')(bench_service)\n"
-        "app.command('other')(lambda: None)\n"
-        "app()\n"
-    )
-    out = tmp_path / "results"
-    done = subprocess.run(
+def test_profile_attribution_by_area_and_operation() -> None:
+    raw = "\n".join(
         [
-            sys.executable,
-            str(script),
-            "service",
-            "--sizes",
-            "200",
-            "--index",
-            "memory",
-            "--requests",
-            "6",
-            "--concurrency",
-            "2",
-            "--out",
-            str(out),
-            "--name",
-            "tiny",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": str(repo_root)},
+            "run (t.py:1);LearningLoop.retrieve (core/learning.py:9);"
+            "CachedEmbedder._encode (memory_service/core/embedder.py:5);linear (torch/nn.py:1) 6",
+            "run (t.py:1);LearningLoop.retrieve (core/learning.py:9);"
+            "Collection.query (Collection.py:2) 3",
+            "run (t.py:1);LearningLoop.report (core/learning.py:99);"
+            "Session.commit (sqlalchemy/orm/session.py:1) 1",
+            "run (t.py:1);needs.<locals>.dependency (http/deps.py:3);Session.exec (x.py:1) 2",
+            "Thread.run (threading.py:1);Queue.get (queue.py:1);Condition.wait (threading.py:2) 50",
+            "handle (uvicorn/h.py:1);parse (uvicorn/h.py:2) 4",
+        ]
     )
-    assert done.returncode == 0, done.stderr[-2000:]
-    saved = json.loads((out / "tiny.json").read_text())
-    assert [(r["lessons"], r["index"], r["errors"]) for r in saved["runs"]] == [(200, "memory", 0)]
-    assert "--name tiny" in saved["command"]
+    result = attribute(raw)
+    assert (result["busy_samples"], result["idle_samples"]) == (16, 50)
+    cells = {(r["area"], r["operation"]): r["samples"] for r in result["rows"]}
+    assert cells == {
+        ("retrieve", "embedding"): 6,
+        ("retrieve", "index query"): 3,
+        ("report", "SQL commit"): 1,
+        ("auth", "SQL statements"): 2,
+        ("HTTP stack", "other Python"): 4,
+    }
+    assert sum(r["share"] for r in result["rows"]) == pytest.approx(1.0, abs=0.01)

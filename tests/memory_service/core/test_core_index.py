@@ -33,6 +33,10 @@ def test_counts_follow_upserts_deletes_and_reset(index: VectorIndex) -> None:
     assert index.count("a") == 5
     index.delete(["l0", "l9", "unknown"])
     assert (index.count("a"), index.count("b")) == (3, 2)
+    index.reset("b")
+    index.reset("nobody")
+    assert (index.count("a"), index.count("b")) == (3, 0)
+    assert index.query(_unit(1, 3)[0], 5, "b") == []
     index.reset()
     assert (index.count("a"), index.count()) == (0, 0)
 
