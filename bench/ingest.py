@@ -30,20 +30,21 @@ def run_ingest_bench(data: Path, out: Path, index: str, embedder: list[str]) -> 
             cache = Path(caches) / f"{kind}.sqlite"
             rows.append(_ingest_once(sources, index, kind, cache, "cold"))
             rows.append(_ingest_once(sources, index, kind, cache, "warm"))
-    result = {
+    load = [load_before, round(os.getloadavg()[0], 2)]
+    result: dict[str, Any] = {
         "benchmark": "ingest",
         "command": f"tunemem bench ingest --data {data} --index {index} "
         + " ".join(f"--embedder {k}" for k in embedder),
         "machine": machine(),
         "sources": len(sources),
-        "load_average_1min": [load_before, round(os.getloadavg()[0], 2)],
+        "load_average_1min": load,
         "runs": rows,
     }
     m: dict[str, Any] = machine()
     md = (
         f"# Ingest benchmark\n\nMachine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB; "
         f"index {index}; {len(sources)} source files; load average (1 min) before and after: "
-        f"{result['load_average_1min'][0]} → {result['load_average_1min'][1]} (the machine is "
+        f"{load[0]} → {load[1]} (the machine is "
         f"shared with other work). Command: `{result['command']}`\n\n"
         "Embedding cache: `cold` starts empty; `warm` is another empty store sharing the cold "
         "run's cache of lesson embeddings (by model and text hash, bit-identical vectors).\n\n"
