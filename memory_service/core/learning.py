@@ -10,7 +10,6 @@ import time
 import uuid
 from typing import Any
 
-import orjson
 from sqlalchemy import String, cast, insert
 from sqlalchemy import select as sa_select
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -19,6 +18,7 @@ from sqlmodel import Session, col, select
 import platforms
 from ingest.records import stable_hash
 from memory_service.core import ids
+from memory_service.core.candidates import gating_conditions
 from memory_service.core.embedder import Embedder
 from memory_service.core.errors import InvalidInput
 from memory_service.core.evidence import Evidence
@@ -123,7 +123,7 @@ class LearningLoop:
             if sim >= ranking.similarity_floor
         ]
         with self.store.session() as session:
-            conditions = self._gating_conditions(session, [h[0] for h in hits])
+            conditions = gating_conditions(session, [h[0] for h in hits])
             query = Query(op=request.task.op, dtype=request.task.dtype, backend=backend)
             admitted = gate(
                 [(lid, sim, *conditions[lid]) for lid, sim in hits if lid in conditions],
@@ -197,30 +197,6 @@ class LearningLoop:
             lessons=lessons,
             settings=settings_echo,
         )
-
-    @staticmethod
-    def _gating_conditions(session: Session, lesson_ids: list[str]) -> dict[str, tuple[Any, bool]]:
-        """(applicability, has code) of the active lessons among the ids.
-
-        A Core query, with the applicability read as text and parsed by orjson: SQLAlchemy's
-        JSON result processing and ORM row handling were a fifth of a retrieve at 100k lessons.
-        (Status is filtered here, not in SQL, so the planner looks ids up by primary key
-        instead of scanning the status index.)
-        """
-        if not lesson_ids:
-            return {}
-        lesson = Lesson.__table__  # type: ignore[attr-defined]
-        statement = sa_select(
-            lesson.c.id,
-            cast(lesson.c.applicability, String),
-            lesson.c.code.is_not(None),
-            lesson.c.status,
-        ).where(lesson.c.id.in_(lesson_ids))
-        return {
-            lid: (orjson.loads(applicability) if applicability else {}, bool(has_code))
-            for lid, applicability, has_code, status in session.connection().execute(statement)
-            if status == "active"
-        }
 
     @staticmethod
     def _estimates(
