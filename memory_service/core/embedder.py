@@ -137,6 +137,10 @@ class MiniLMEmbedder(Embedder):
         self._workers = workers or os.cpu_count() or 1
         # The fast tokenizer's Rust state must not be entered by two threads at once.
         self._tokenizer_lock = threading.Lock()
+        # At most `workers` passes at once: a pass is hundreds of small torch calls, each
+        # giving up the interpreter lock, and with dozens of request threads in passes at once
+        # each call waited for the lock's switch interval (concurrency 32 ran 10x slower).
+        self._passes = threading.BoundedSemaphore(self._workers)
         self._fingerprint = f"{self.name}:{self.dim}:{_weights_digest(path)}"
 
     @property
@@ -144,11 +148,12 @@ class MiniLMEmbedder(Embedder):
         return self._fingerprint
 
     def _encode_one(self, text: str) -> np.ndarray:
-        with self._tokenizer_lock:
-            features = self._prepare([text])
-        with self._torch.inference_mode():
-            pooled = self._model.forward(features)["sentence_embedding"]
-            unit = self._torch.nn.functional.normalize(pooled, p=2, dim=1)
+        with self._passes:
+            with self._tokenizer_lock:
+                features = self._prepare([text])
+            with self._torch.inference_mode():
+                pooled = self._model.forward(features)["sentence_embedding"]
+                unit = self._torch.nn.functional.normalize(pooled, p=2, dim=1)
         return unit[0].numpy().astype(np.float32, copy=False)
 
     def _encode(self, texts: list[str]) -> np.ndarray:

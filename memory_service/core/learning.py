@@ -160,35 +160,35 @@ class LearningLoop:
             lessons = [self._retrieved(rows[r.lesson_id], r, backend, chip) for r in ranked]
             lessons = toolchains.annotate(lessons) if toolchains else lessons
             settings_echo = {**ranking.__dict__, "k_recall_used": n_recall, "pool": len(admitted)}
-            retrieval_id = str(uuid.uuid4())
-            row = {
-                "id": retrieval_id,
-                "tenant": tenant,
-                "query": request.query,
-                "task": request.task.model_dump(),
-                "context": {**request.context.model_dump(), "chip_id": chip, "backend": backend},
-                "stage": request.stage,
-                "scope_chain": chain,
-                "results": [
-                    {"id": item.id, "score": item.score, **item.breakdown.model_dump()}
-                    for item in lessons
-                ],
-                "settings": settings_echo,
-                "created_at": utcnow(),
-            }
-            connection = session.connection()
+        retrieval_id = str(uuid.uuid4())
+        row = {
+            "id": retrieval_id,
+            "tenant": tenant,
+            "query": request.query,
+            "task": request.task.model_dump(),
+            "context": {**request.context.model_dump(), "chip_id": chip, "backend": backend},
+            "stage": request.stage,
+            "scope_chain": chain,
+            "results": [
+                {"id": item.id, "score": item.score, **item.breakdown.model_dump()}
+                for item in lessons
+            ],
+            "settings": settings_echo,
+            "created_at": utcnow(),
+        }
+        # Written after the read session has given its connection back: a retrieve waiting
+        # for the write lock holds no pooled connection that the lock's holder might need.
+        with self.store.write_lock, self.store.engine.begin() as connection:
             if connection.dialect.name == "postgresql":
-                # The row is visible to every worker at commit either way; waiting for its WAL
-                # flush (an fsync: 18 ms p50 on the bench VM) buys durability against a crash of
-                # the PostgreSQL server itself in the next ~0.2 s only, the guarantee the
-                # embedded SQLite store (WAL, synchronous=NORMAL) gives anyway. Outcomes, the
-                # log that values come from, keep synchronous commits.
+                # The row is visible to every worker at commit either way; waiting for its
+                # WAL flush (an fsync: 18 ms p50 on the bench VM) buys durability against a
+                # crash of the PostgreSQL server itself in the next ~0.2 s only, the guarantee
+                # the embedded SQLite store (WAL, synchronous=NORMAL) gives anyway. Outcomes,
+                # the log that values come from, keep synchronous commits.
                 connection.exec_driver_sql("SET LOCAL synchronous_commit = off")
-            # One writer at a time in this process: SQLite would otherwise make concurrent
-            # writers sleep in its busy handler. A Core insert: the row is never read back here.
-            with self.store.write_lock:
-                connection.execute(insert(Retrieval.__table__), row)  # type: ignore[attr-defined]
-                session.commit()
+            # One writer at a time in this process (SQLite would otherwise make concurrent
+            # writers sleep in its busy handler); a Core insert, as the row is not read back.
+            connection.execute(insert(Retrieval.__table__), row)  # type: ignore[attr-defined]
         return RetrieveResponse(
             retrieval_id=retrieval_id,
             stage=request.stage,

@@ -75,7 +75,14 @@ def create_store_engine(url: str, *, migrate_schema: bool = True) -> Engine:
     """Create the engine and migrate the schema to the newest revision; SQLite gets WAL,
     foreign keys and a busy timeout."""
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        # As many connections as the HTTP thread pool runs requests (40), so that a burst of
+        # concurrent requests does not queue on the pool (SQLite connections are cheap).
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": 30},
+            pool_size=20,
+            max_overflow=20,
+        )
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
@@ -89,7 +96,7 @@ def create_store_engine(url: str, *, migrate_schema: bool = True) -> Engine:
             cursor.close()
 
     else:
-        engine = create_engine(url, pool_pre_ping=True)
+        engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=30)
     if migrate_schema:
         migrate(engine)
     return engine
