@@ -60,6 +60,7 @@ class VectorIndex(ABC):
     def reset(self, tenant: str | None = None) -> None:
         """Drop every entry (of one tenant, when given)."""
 
+
 class MemoryIndex(VectorIndex):
     """Exact search in process memory; for tests and small embedded stores."""
 

@@ -180,14 +180,12 @@ class LearningLoop:
         # for the write lock holds no pooled connection that the lock's holder might need.
         with self.store.write_lock, self.store.engine.begin() as connection:
             if connection.dialect.name == "postgresql":
-                # The row is visible to every worker at commit either way; waiting for its
-                # WAL flush (an fsync: 18 ms p50 on the bench VM) buys durability against a
-                # crash of the PostgreSQL server itself in the next ~0.2 s only, the guarantee
-                # the embedded SQLite store (WAL, synchronous=NORMAL) gives anyway. Outcomes,
-                # the log that values come from, keep synchronous commits.
+                # Visible to every worker at commit either way; waiting for the WAL fsync (18
+                # ms p50 on the bench VM) only guards against a PostgreSQL crash in the next
+                # ~0.2 s, which embedded SQLite (synchronous=NORMAL) does not either. Outcomes,
+                # the log values come from, keep synchronous commits.
                 connection.exec_driver_sql("SET LOCAL synchronous_commit = off")
-            # One writer at a time in this process (SQLite would otherwise make concurrent
-            # writers sleep in its busy handler); a Core insert, as the row is not read back.
+            # One writer at a time (else SQLite's busy handler sleeps); a Core insert.
             connection.execute(insert(Retrieval.__table__), row)  # type: ignore[attr-defined]
         return RetrieveResponse(
             retrieval_id=retrieval_id,
