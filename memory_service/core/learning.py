@@ -10,15 +10,14 @@ import time
 import uuid
 from typing import Any
 
-from sqlalchemy import String, cast, insert
-from sqlalchemy import select as sa_select
+from sqlalchemy import String, cast
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
 import platforms
 from ingest.records import stable_hash
 from memory_service.core import ids
-from memory_service.core.candidates import gating_conditions
+from memory_service.core.candidates import gating_conditions, value_stats, write_retrieval
 from memory_service.core.embedder import Embedder
 from memory_service.core.errors import InvalidInput
 from memory_service.core.evidence import Evidence
@@ -38,7 +37,7 @@ from memory_service.core.models import (
     TaskIn,
     ValueNow,
 )
-from memory_service.core.schema import Lesson, LessonValue, Outcome, Retrieval, utcnow
+from memory_service.core.schema import Lesson, Outcome, Retrieval, utcnow
 from memory_service.core.settings import Settings
 from memory_service.core.store import Store
 from memory_service.core.toolchains import QueryToolchains, record_evidence
@@ -48,7 +47,7 @@ from retrieval.gating import Query, gate
 from retrieval.generalised import GeneralisedSettings
 from retrieval.query import query_text
 from retrieval.ranking import Candidate, rank, recall_size
-from retrieval.values import ScopeStats, ValueEstimate, value_estimate
+from retrieval.values import ValueEstimate, value_estimate
 
 
 class LearningLoop:
@@ -176,17 +175,7 @@ class LearningLoop:
             "settings": settings_echo,
             "created_at": utcnow(),
         }
-        # Written after the read session has given its connection back: a retrieve waiting
-        # for the write lock holds no pooled connection that the lock's holder might need.
-        with self.store.write_lock, self.store.engine.begin() as connection:
-            if connection.dialect.name == "postgresql":
-                # Visible to every worker at commit either way; waiting for the WAL fsync (18
-                # ms p50 on the bench VM) only guards against a PostgreSQL crash in the next
-                # ~0.2 s, which embedded SQLite (synchronous=NORMAL) does not either. Outcomes,
-                # the log values come from, keep synchronous commits.
-                connection.exec_driver_sql("SET LOCAL synchronous_commit = off")
-            # One writer at a time (else SQLite's busy handler sleeps); a Core insert.
-            connection.execute(insert(Retrieval.__table__), row)  # type: ignore[attr-defined]
+        write_retrieval(self.store, row)
         return RetrieveResponse(
             retrieval_id=retrieval_id,
             stage=request.stage,
@@ -206,18 +195,7 @@ class LearningLoop:
         kappa: float,
         backoff: bool,
     ) -> dict[str, ValueEstimate]:
-        stats: dict[str, dict[str, ScopeStats]] = {lid: {} for lid in lesson_ids}
-        if lesson_ids:
-            value = LessonValue.__table__  # type: ignore[attr-defined]
-            statement = sa_select(
-                value.c.lesson_id, value.c.scope, value.c.n, value.c.q, value.c.sumsq
-            ).where(
-                value.c.lesson_id.in_(lesson_ids),
-                value.c.stage == stage,
-                value.c.scope.in_(chain),
-            )
-            for lesson_id, scope, n, q, sumsq in session.connection().execute(statement):
-                stats[lesson_id][scope] = ScopeStats(n, q, sumsq)
+        stats = value_stats(session, lesson_ids, stage, chain)
         return {
             lid: value_estimate(chain, s, q0=q0, kappa=kappa, backoff=backoff)
             for lid, s in stats.items()
