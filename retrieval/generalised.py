@@ -124,16 +124,16 @@ def generalised_estimate(
         source: the lesson's source chip, for naming the prior term.
 
     Returns:
-        The estimate; `weights` maps each term ("prior", "own:chip:x", "outcomes:chip:x",
-        "recorded:chip:x", "source:chip:s") to its share of the total weight, `scope` is the
-        term with the largest share, `n_local` the own outcomes.
+        The estimate; `weights` maps each term ("prior", "chip:<target>" for the own outcomes,
+        "outcomes:chip:x", "recorded:chip:x", "source:chip:s") to its share of the total
+        weight, `scope` is the term with the largest share, `n_local` the own outcomes.
     """
     terms: list[tuple[str, float, float, float]] = [  # name, value, weight, variance
         (PRIOR_SCOPE, settings.q0, settings.kappa, PRIOR_VARIANCE)
     ]
     n_local = own.n if own else 0
     if own and own.n > 0:
-        terms.append((f"own:chip:{target}", own.q, float(own.n), _variance(own)))
+        terms.append((f"chip:{target}", own.q, float(own.n), _variance(own)))
     for chip, stats in sorted(neighbours.items()):
         w = affinity.get(chip, 0.0) * settings.outcome_weight * stats.n
         if chip != target and w > 0.0:

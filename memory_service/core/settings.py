@@ -57,12 +57,12 @@ class Settings(BaseSettings):
     z_clip: float = Field(3.0, gt=0.0)
     backoff: bool = Field(True, description="shrink values down the scope chain")
     values: Literal["chain", "generalised"] = Field(
-        "chain",
+        "generalised",
         description="value estimate: chain (own outcomes down the scope chain) or generalised"
         " (also recorded reach, neighbour chips, source prior)",
     )
     value_floor: float = Field(
-        0.0, ge=0.0, le=2.0, description="smallest spread z(value) standardises by"
+        0.1, ge=0.0, le=2.0, description="smallest spread z(value) standardises by"
     )
 
     # Values (DESIGN sections 4 and 5).

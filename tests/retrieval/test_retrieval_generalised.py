@@ -72,13 +72,13 @@ def test_generalised_estimate_by_hand() -> None:
     assert est.weights == pytest.approx(
         {
             "prior": 2 / total,
-            "own:chip:t": 2 / total,
+            "chip:t": 2 / total,
             "outcomes:chip:x": 1.5 / total,
             "recorded:chip:y": 0.25 / total,
             "source:chip:s": 1 / total,
         }
     )
-    assert est.scope == "own:chip:t"  # ties with the prior go to the evidence
+    assert est.scope == "chip:t"  # ties with the prior go to the evidence
     assert est.n_local == 2 and est.n_total == 5
     assert est.ci_low < est.value < est.ci_high
 

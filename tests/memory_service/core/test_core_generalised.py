@@ -70,7 +70,7 @@ def test_recorded_reach_and_rebuild(make_service) -> None:
         x.id: (x.breakdown.value, x.breakdown.value_terms)
         for x in _retrieve(service, "rtx-3090", "generalised").lessons
     }
-    assert any("own:chip:rtx-3090" in terms for _, terms in live.values())
+    assert any("chip:rtx-3090" in terms for _, terms in live.values())
     assert service.rebuild_values() == 3
     rebuilt = {
         x.id: (x.breakdown.value, x.breakdown.value_terms)
@@ -93,3 +93,19 @@ def test_generalised_values_on_a_memory_without_recordings(make_service) -> None
     )
     (lesson,) = _retrieve(service, "rtx-3090", "generalised").lessons
     assert lesson.breakdown.value == 0.0 and lesson.breakdown.value_scope == "prior"
+
+
+def test_the_default_ranking_is_generalised(make_service) -> None:
+    service = make_service(index="memory")
+    service.ingest([_trajectory("a100", 64), _trajectory("a4000", 128)])
+    response = service.retrieve(
+        RetrieveRequest(
+            task={"op": "synthconv", "signature": {"tune_params_keys": KEYS}},
+            context={"chip": "rtx-3090"},
+            stage="draft",
+            k=5,
+        )
+    )
+    assert response.settings["values"] == "generalised"
+    assert response.settings["value_floor"] == 0.1
+    assert any("recorded:chip:a100" in x.breakdown.value_terms for x in response.lessons)

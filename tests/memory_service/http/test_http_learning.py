@@ -22,12 +22,15 @@ POOL = [
 
 
 def retrieve(client, chip: str, stage: str = "draft", k: int = 5) -> dict:
+    # These tests are about the chain estimate (scope back-off); the generalised default is
+    # tested in tests/memory_service/core/test_core_generalised.py.
     body = {
         "query": QUERY,
         "task": {"op": "convolution"},
         "context": {"chip": chip},
         "stage": stage,
         "k": k,
+        "options": {"values": "chain", "value_floor": 0.0},
     }
     response = client.post("/v1/retrieve", json=body)
     assert response.status_code == 200, response.text
