@@ -133,21 +133,18 @@ class LearningLoop:
             toolchains = QueryToolchains.for_query(
                 session, ids, request, chain, backend, self.settings.toolchain_policy()
             )
-            estimates = (
-                toolchains.estimates(ranking)
-                if toolchains
-                else self._estimates(
-                    session, ids, request.stage, chain, ranking.q0, ranking.kappa, ranking.backoff
-                )
-            )
-            if ranking.values == "generalised" and chip:
+            # Generalised values need a known chip; with a toolchain named, the chain estimate
+            # with its staleness discounts is used (generalised terms are not discounted yet).
+            if toolchains:
+                estimates = toolchains.estimates(ranking)
+            elif ranking.values == "generalised" and chip:
+                settings = GeneralisedSettings(q0=ranking.q0, kappa=ranking.kappa)
                 estimates = self.evidence.estimates(
-                    session,
-                    tenant,
-                    [lid for lid, _ in admitted],
-                    request.stage,
-                    chip,
-                    GeneralisedSettings(q0=ranking.q0, kappa=ranking.kappa),
+                    session, tenant, ids, request.stage, chip, settings
+                )
+            else:
+                estimates = self._estimates(
+                    session, ids, request.stage, chain, ranking.q0, ranking.kappa, ranking.backoff
                 )
             ranked = rank([Candidate(lid, sim, estimates[lid]) for lid, sim in admitted], ranking)
             rows = {
