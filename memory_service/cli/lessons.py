@@ -126,13 +126,83 @@ def lessons_stale(
                 {f"{c.component} {c.evidence}" for e in lesson.evidence or [] for c in e.changed}
             )
             table.add_row(
-                lesson.id[:8],
+                lesson.id,
                 lesson.kind,
                 lesson.applicability.op or "*",
                 ", ".join(superseded),
-                lesson.text[:90],
+                Text(clip(lesson.text, 90)),
             )
         console.print(table)
+
+    run_guarded(go)
+
+
+@lessons_app.command("top")
+def lessons_top(
+    chip: Annotated[
+        str | None, typer.Option(help="the context: values down this chip's scope chain")
+    ] = None,
+    stage: Annotated[str, typer.Option(help="draft or refine")] = "draft",
+    op: Annotated[str | None, typer.Option()] = None,
+    kind: Annotated[str | None, typer.Option()] = None,
+    n: Annotated[int, typer.Option("--n", help="lessons in each list")] = 5,
+    url: UrlOpt = None,
+    data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The highest- and lowest-valued lessons in a context, with n and 95% interval."""
+
+    def go() -> None:
+        svc = open_service(url, data_dir)
+        lists = {
+            order: svc.list_lessons(
+                LessonFilter(chip=chip, stage=stage, op=op, kind=kind, sort=order, limit=n)  # type: ignore[arg-type]
+            )
+            for order in ("value", "-value")
+        }
+        if as_json:
+            emit_json(
+                {
+                    "highest": lists["value"].model_dump(mode="json"),
+                    "lowest": lists["-value"].model_dump(mode="json"),
+                }
+            )
+            return
+        where = f"on {chip}" if chip else "in the global scope"
+        if lists["value"].count == 0:
+            console.print(
+                f"no lesson has outcomes {where} at stage {stage} yet: run an agent there "
+                "(`tunemem agent run --task ingest/samples/targets/convolution --chip w6600 "
+                "--url ...`) or report outcomes (`tunemem report`, POST /v1/outcomes)",
+                markup=False,
+            )
+            return
+        for order, title in (("value", "highest"), ("-value", "lowest")):
+            table = Table(
+                "id",
+                "kind",
+                "value",
+                "95% interval",
+                "scope",
+                "n (scope / chain)",
+                "text",
+                title=f"{title}-valued lessons {where}, stage {stage} "
+                f"({lists[order].count} with outcomes)",
+            )
+            table.columns[0].no_wrap = True
+            for lesson in lists[order].data:
+                v = lesson.value
+                assert v is not None
+                table.add_row(
+                    lesson.id,
+                    lesson.kind,
+                    f"{v.value:+.3g}",
+                    Text(f"[{v.ci_low:+.3g}, {v.ci_high:+.3g}]"),
+                    v.value_scope,
+                    f"{v.n} / {v.n_total}",
+                    Text(clip(lesson.text, 90)),
+                )
+            console.print(table)
 
     run_guarded(go)
 

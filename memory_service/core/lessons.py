@@ -29,6 +29,7 @@ from memory_service.core.schema import Lesson, LessonRevision, LessonValue, utcn
 from memory_service.core.settings import Settings
 from memory_service.core.store import Store
 from memory_service.core.toolchains import stale_page
+from memory_service.core.valued import valued_lessons
 
 
 def get_row(session: Session, lesson_id: str, tenant: str) -> Lesson:
@@ -194,12 +195,15 @@ class Lessons:
                     col(Lesson.backends).contains(f",{backend.lower()},", autoescape=True),
                 )
             )
-        if where.chip:
-            chip_id = self._chip_id_for_filter(where.chip)
-            conditions.append(col(Lesson.chips).contains(f",{chip_id},", autoescape=True))
         if where.q:
             # autoescape: "%" and "_" in the query are literal characters, not wildcards.
             conditions.append(func.lower(Lesson.text).contains(where.q.lower(), autoescape=True))
+        if where.sort != "created":  # ranked by value in the chip's context, not filtered by it
+            with self.store.session() as session:
+                return valued_lessons(session, where, conditions, self.settings)
+        if where.chip:
+            chip_id = self._chip_id_for_filter(where.chip)
+            conditions.append(col(Lesson.chips).contains(f",{chip_id},", autoescape=True))
         with self.store.session() as session:
             if where.stale:  # staleness needs each lesson's evidence, so it is judged here
                 every = session.exec(

@@ -22,6 +22,7 @@ from memory_service.core.transfer_models import (
     GlossaryEntryPublic,
     ToolchainBreakdown,
 )
+from memory_service.core.value_models import ContextValue
 from retrieval.toolchain import parse_toolchain
 
 LessonKind = Literal["insight", "failure", "exemplar", "api"]
@@ -118,6 +119,9 @@ class LessonPublic(LessonBase):
     evidence: list[EvidencePublic] | None = Field(
         None, description="in a stale listing: the toolchains behind the lesson's evidence"
     )
+    value: ContextValue | None = Field(
+        None, description="with sort=value: the lesson's value in the chip's context"
+    )
 
 
 class ValuePublic(BaseModel):
@@ -148,6 +152,13 @@ class LessonFilter(BaseModel):
     op: str | None = Field(None, description="only lessons for this operator")
     q: str | None = Field(None, description="text contains (case-insensitive)")
     status: Literal["active", "archived", "all"] = Field("active", description="lesson status")
+    sort: Literal["created", "value", "-value"] = Field(
+        "created",
+        description="created: oldest first; value / -value: highest / lowest learned value "
+        "first, in the context of `chip` (then `chip` names where the lesson is applied, not "
+        "a chip the lesson names) at `stage`, counting lessons with outcomes there",
+    )
+    stage: Stage = Field("draft", description="with sort=value: whose values")
     limit: int = Field(50, ge=1, le=500, description="page size")
     # Past 2^62 an offset is no row position and would overflow SQL's 64-bit integers.
     offset: int = Field(0, ge=0, le=2**62, description="page start")

@@ -1,0 +1,77 @@
+"""Lessons ranked by what the memory learned: their value in one context, highest or lowest
+first (`GET /v1/lessons?sort=value&chip=...`, `tunemem lessons top`, the `/ui` lessons page).
+
+A lesson's value in a context is the same shrinkage estimate down the chip's scope chain that
+retrieval uses (`retrieval.values.value_estimate`), with its 95% interval. Only lessons with
+at least one outcome somewhere in the chain are ranked: an untried lesson sits at the prior
+and says nothing about what was learned.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+import platforms
+from memory_service.core import lesson_rows
+from memory_service.core.errors import InvalidInput
+from memory_service.core.models import LessonFilter, LessonList
+from memory_service.core.schema import Lesson, LessonValue
+from memory_service.core.settings import Settings
+from memory_service.core.value_models import ContextValue
+from retrieval.values import ScopeStats, value_estimate
+
+
+def context_chain(chip: str | None) -> tuple[str | None, list[str]]:
+    """The context's chip id and scope chain; without a chip, the global scope alone."""
+    if not chip:
+        return None, ["global"]
+    try:
+        resolved = platforms.resolve(chip)
+    except ValueError as exc:  # UnknownChipError included
+        raise InvalidInput(str(exc), code="unknown_chip") from exc
+    return (resolved.id if resolved.known else None), platforms.scope_chain(resolved)
+
+
+def valued_lessons(
+    session: Session, where: LessonFilter, conditions: list[Any], settings: Settings
+) -> LessonList:
+    """The lessons matching `conditions` (every filter but the chip), ranked by their value
+    in the context of `where.chip` at `where.stage`; a page of them and the count ranked."""
+    chip_id, chain = context_chain(where.chip)
+    stats: dict[str, dict[str, ScopeStats]] = defaultdict(dict)
+    rows: dict[str, Lesson] = {}
+    for value_row, lesson in session.exec(
+        select(LessonValue, Lesson)
+        .join(Lesson, col(Lesson.id) == col(LessonValue.lesson_id))
+        .where(*conditions, LessonValue.stage == where.stage, col(LessonValue.scope).in_(chain))
+    ):
+        stats[lesson.id][value_row.scope] = ScopeStats(value_row.n, value_row.q, value_row.sumsq)
+        rows[lesson.id] = lesson
+    ranked = []
+    for lesson_id, observed in stats.items():
+        estimate = value_estimate(
+            chain, observed, q0=settings.q0, kappa=settings.kappa, backoff=settings.backoff
+        )
+        if estimate.n_total > 0:
+            ranked.append((lesson_id, estimate))
+    sign = -1.0 if where.sort == "value" else 1.0
+    ranked.sort(key=lambda item: (sign * item[1].value, -item[1].n_total, item[0]))
+    page = ranked[where.offset : where.offset + where.limit]
+    data = []
+    for lesson_id, estimate in page:
+        public = lesson_rows.to_public(rows[lesson_id])
+        public.value = ContextValue(
+            stage=where.stage,
+            chip=chip_id,
+            value=estimate.value,
+            value_scope=estimate.scope,
+            n=estimate.n_local,
+            n_total=estimate.n_total,
+            ci_low=estimate.ci_low,
+            ci_high=estimate.ci_high,
+        )
+        data.append(public)
+    return LessonList(data=data, count=len(ranked))
