@@ -28,7 +28,7 @@ from memory_service.cli.common import (
     run_guarded,
 )
 from memory_service.core.audit_models import TransferAuditPublic
-from memory_service.http.audit_html import render_report
+from memory_service.http.audit_html import fill_advice, render_report
 from retrieval.toolchain import parse_toolchain
 
 audit_app = typer.Typer(help="Audits over the outcome log.", no_args_is_help=True)
@@ -66,6 +66,8 @@ def print_matrix(audit: TransferAuditPublic) -> None:
             ),
         )
     console.print(table)
+    for line in fill_advice(audit):
+        console.print(line, markup=False)
     hurt = [(p, item) for p in audit.pairs for item in p.helped_source_hurt_target]
     if hurt:
         lessons = Table(

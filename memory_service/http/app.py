@@ -29,7 +29,7 @@ from memory_service.http.errors import (
     install_error_handlers,
 )
 from memory_service.http.ratelimit import WriteQuota
-from memory_service.http.routes import admin, audit, learning, lessons, trajectories
+from memory_service.http.routes import admin, audit, learning, lessons, trajectories, ui
 from memory_service.service import MemoryService
 
 
@@ -90,7 +90,7 @@ def create_app(service: MemoryService) -> FastAPI:
     app.add_middleware(BodyLimitMiddleware, max_bytes=service.settings.max_body_bytes)
     app.add_middleware(MetricsMiddleware, requests_total=requests_total, latency=latency)
     install_error_handlers(app)
-    for module in (audit, lessons, learning, trajectories, admin):
+    for module in (audit, lessons, learning, trajectories, admin, ui):
         app.include_router(module.router)
 
     @app.get("/healthz", responses={503: {"description": "the vector index is unusable"}})

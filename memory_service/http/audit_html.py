@@ -183,6 +183,33 @@ def _pair_section(audit: TransferAuditPublic, pair: TransferPairPublic) -> str:
     return "".join(parts)
 
 
+def fill_advice(audit: TransferAuditPublic) -> list[str]:
+    """What to run when the heat maps are all n/a (a fresh store), one sentence per map."""
+    word = "chips" if audit.level == "chip" else "backends"
+    if not audit.pairs:
+        return [
+            f"Fewer than two {word} hold lessons here: ingest the runs of a second one "
+            "(`tunemem ingest ingest/samples/targets/convolution`) or run the agent on it "
+            "(`tunemem agent run --task ingest/samples/targets/convolution --chip w6600 "
+            "--url URL`)."
+        ]
+    advice = []
+    if all(pair.spearman is None for pair in audit.pairs):
+        advice.append(
+            f"The rank correlations are n/a: no lesson has outcomes on two {word} yet. Run the "
+            "agent on two of them against this store, so the same lessons are tried on both: "
+            "`tunemem agent run --task ingest/samples/targets/convolution --chip w6600 --url URL`"
+            ", then `--task ingest/samples/kerneltuner/convolution --chip mi250x`."
+        )
+    if all(pair.optimum is None for pair in audit.pairs):
+        advice.append(
+            "The optimum map is n/a: it needs configuration lessons from one chip and the "
+            "recorded search space of another; ingest two chips' Kernel Tuner caches "
+            "(`tunemem ingest ingest/samples/targets/convolution`)."
+        )
+    return advice
+
+
 def render_report(audit: TransferAuditPublic, title: str = "tunemem transfer audit") -> str:
     """The whole report as one HTML document (UTF-8 text)."""
     scope_word = "chips" if audit.level == "chip" else "backends"
@@ -197,6 +224,7 @@ def render_report(audit: TransferAuditPublic, title: str = "tunemem transfer aud
         f"its value is above {audit.neutral:+.2f}; observed means at least {audit.min_n} "
         "outcome(s).</p>"
         + _legend()
+        + "".join(f'<p class="advice">{escape(line)}</p>' for line in fill_advice(audit))
         + "<h2>Rank correlation of lesson values</h2>"
         + _heat_map(audit, "spearman", "Spearman rank correlation, source (row) vs target")
         + "<h2>Fraction of the target's optimum reached by the source's configurations</h2>"
