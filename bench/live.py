@@ -25,48 +25,30 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.live_memory import SERVICE_SETTINGS, WIDEN_K, MemoryPool, MemorySpec, load_sweeps
-from bench.live_report import REFERENCE, merge, render_markdown, score_report
+from bench.live_markdown import render_markdown
+from bench.live_memory import (
+    ARMS,
+    SERVICE_SETTINGS,
+    WIDEN_K,
+    MemoryPool,
+    MemorySpec,
+    load_sweeps,
+    plan_memories,
+)
+from bench.live_report import (
+    COST_RULE,
+    REFERENCE,
+    merge,
+    run_attempts,
+    score_report,
+    sweep_attempts,
+    tag_live,
+)
 from ingest.records import TrajectoryRecord
 
-ARMS: dict[str, dict[str, Any] | None] = {
-    "random": None,
-    "similarity": {"lam": 0.0, "exploration_c": 0.0, "k_recall": 60},
-    "value_backoff": {"lam": 0.5, "backoff": True, "k_recall": 60},
-}
 SETTINGS = ("same_task", "all_tasks")
 # Decode attention first: prefill attention's all_tasks memory then holds its live sweeps.
 DEFAULT_TASKS = ("softmax", "rmsnorm", "gemm", "decode_attention", "attention")
-COST_RULE = (
-    "measured wall time of each evaluation (correctness checks and do_bench), with compilation "
-    "charged per configuration: the longest first launch (compile + one run) of that "
-    "configuration in the run, whichever arm paid it"
-)
-
-
-def _attempts(result: Any) -> list[dict[str, Any]]:
-    keep = ("index", "config", "feasible", "latency_ms", "error_category", "origin", "metrics")
-    return [{k: a.get(k) for k in keep} for a in result.attempts]
-
-
-def _sweep_attempts(record: TrajectoryRecord) -> list[dict[str, Any]]:
-    return [
-        {
-            "index": a.index,
-            "config": dict(a.params),
-            "feasible": a.feasible,
-            "latency_ms": a.latency_ms,
-            "error_category": a.error_category,
-            "origin": "sweep",
-            "metrics": dict(a.metrics),
-        }
-        for a in record.attempts
-    ]
-
-
-def _tag(record: TrajectoryRecord, **extra: Any) -> TrajectoryRecord:
-    record.evidence.update({"benchmark": "live", **extra})
-    return record
 
 
 class LiveBench:
@@ -114,82 +96,159 @@ class LiveBench:
             run_id=self.run_id,
         )
         record.source = record.source.replace("tunemem-kernels-sweep", "tunemem-bench-live-sweep")
-        return _tag(record, role="sweep", held_out=case.name)
+        return tag_live(record, role="sweep", held_out=case.name)
 
     def memory_plan(self, task: Any, name: str) -> tuple[list[MemorySpec], dict[str, list]]:
         """Every memory the task's held-out shapes will use, in the order they are used."""
-        own = self.sweeps[name]
-        others = [
-            r
-            for other, sweeps in self.sweeps.items()
-            if other != name
-            for r in sweeps.values()
-            if r.task.op == task.op
-        ]
-        specs: list[MemorySpec] = []
-        plan: dict[str, list[tuple[str, str, str]]] = {}
-        for case in task.shapes[: self.args.shapes or None]:
-            if case.name not in own:
-                continue
-            same = [r for shape, r in own.items() if shape != case.name]
-            sources = {"same_task": same, "all_tasks": same + others}
-            plan[case.name] = []
-            for setting in self.args.settings:
-                if setting == "all_tasks" and not others:
-                    continue
-                for arm in self.args.arms:
-                    if ARMS[arm] is None:
-                        continue
-                    key = f"{name}/{case.name}/{setting}/{arm}"
-                    replay = tuple(sources[setting]) if arm != "similarity" else ()
-                    specs.append(
-                        MemorySpec(
-                            key,
-                            tuple(sources[setting]),
-                            replay,
-                            dict(ARMS[arm] or {}),
-                            self.args.budget,
-                            self.args.k,
-                            self.args.seed,
-                        )
-                    )
-                    plan[case.name].append((setting, arm, key))
-        if "all_tasks" in self.args.settings and not others:
-            self.notes.append(
-                f"{name}: all_tasks skipped: no other task shares op {task.op!r}, and the "
-                "service gates lessons by op, so it would equal same_task"
-            )
+        cases = [c.name for c in task.shapes[: self.args.shapes or None]]
+        specs, plan, note = plan_memories(task.op, name, cases, self.sweeps, self.args)
+        if note:
+            self.notes.append(note)
         return specs, plan
 
-    def run_task(self, name: str, deadline: float) -> None:
-        import torch
+    def live_sweeps(self, task: Any, deadline: float) -> None:
+        """Sweep every shape of a task never swept before: its reference and its sources."""
+        from kernels.sweep import candidate_configs
 
+        self.sweeps[task.name] = {}
+        for case in task.shapes[: self.args.shapes or None]:
+            if time.monotonic() > deadline:
+                self.notes.append(f"{task.name} {case.name}: not swept (time budget spent)")
+                continue
+            runner = self.runner(task, case)
+            configs = candidate_configs(task, case.dims)
+            self.log(f"{task.name} {case.name}: live sweep of {len(configs)} configurations")
+            record = self.sweep(task, case, runner, configs)
+            record.evidence["live_reference"] = True  # the reference of a task never swept
+            self.sweeps[task.name][case.name] = record
+            runner.release()
+        self.trajectories.setdefault(task.name, []).extend(self.sweeps[task.name].values())
+
+    def reference(self, task: Any, case: Any, runner: Any, live_swept: bool) -> dict[str, Any]:
+        """The held-out shape's sweep (re-run live unless it was swept live in this run) and
+        its reference: the recorded best configuration as re-timed now."""
+        from kernels.sweep import best_attempt
+
+        recorded = self.sweeps[task.name][case.name]
+        reference = best_attempt(recorded)
+        if live_swept:
+            sweep = recorded
+        else:
+            configs = [dict(a.params) for a in recorded.attempts]
+            if not self.args.resweep:
+                configs = [dict(reference.params)]
+            self.log(f"{task.name} {case.name}: re-sweep of {len(configs)} configurations")
+            sweep = self.sweep(task, case, runner, configs)
+            self.trajectories.setdefault(task.name, []).append(sweep)
+        timed = [
+            a
+            for a in sweep.attempts
+            if a.params == reference.params and a.feasible and a.latency_ms
+        ]
+        chosen = timed[0] if timed else best_attempt(sweep)
+        return {
+            "recorded_reference_ms": reference.metrics.get("latency_median_ms"),
+            "reference_config": dict(reference.params),
+            "sweep": {"attempts": sweep_attempts(sweep), "live": True},
+            "reference_ms": (
+                chosen.metrics.get("latency_median_ms", chosen.latency_ms) if chosen else None
+            ),
+        }
+
+    def run_arm(
+        self, task: Any, case: Any, runner: Any, arm: str, label: str, url: str | None
+    ) -> Any:
+        """One arm's live run on the held-out shape: no memory (random) or the one at `url`."""
         from agent_client.client import MemoryClient
         from agent_client.proposers import create_proposer
         from agent_client.run import run_graph
+
+        run_id = f"live-{task.name}-{case.name}-{label.replace('/', '-')}-{self.run_id}"
+        if url is None:
+            return run_graph(
+                runner,
+                create_proposer("random"),
+                None,
+                self.args.budget,
+                run_id=run_id,
+                seed=self.args.seed,
+            )
+        with MemoryClient(url) as client:
+            return run_graph(
+                runner,
+                create_proposer("structured"),
+                client,
+                self.args.budget,
+                run_id=run_id,
+                seed=self.args.seed,
+                k=self.args.k,
+                widen_k=WIDEN_K,
+                options=ARMS[arm],
+                full_description=True,
+            )
+
+    def run_shape(self, task: Any, case: Any, keys: list, pool: MemoryPool, live_swept: bool):
+        """The reference, then every arm, on one held-out shape."""
+        import torch
+
+        entry: dict[str, Any] = {"task": task.name, "shape": case.name, "dims": case.dims}
+        self.shapes.append(entry)
+        quiet = self.args.quiet_timing
+        for _, _, key in keys if quiet else []:
+            try:
+                pool.acquire(key)
+            except (KeyError, TimeoutError) as exc:
+                self.log(f"{key}: {exc}")
+        runner = self.runner(task, case)
+        entry.update(self.reference(task, case, runner, live_swept))
+        entry["runs"] = {}
+        for setting, arm, key in [("none", "random", None), *keys]:
+            if arm not in self.args.arms:
+                continue
+            label = "random" if key is None else f"{setting}/{arm}"
+            prep: dict[str, Any] = {}
+            try:
+                if key is not None:
+                    prep = pool.acquire(key)
+                    if "error" in prep:
+                        raise RuntimeError(f"memory {key}: {prep['error']}")
+                result = self.run_arm(task, case, runner, arm, label, prep.get("url"))
+            except Exception as exc:  # one broken run must not lose the others
+                entry["runs"][label] = {"error": f"{type(exc).__name__}: {exc}"}
+                self.log(f"{task.name} {case.name} {label} failed: {exc}")
+                continue
+            finally:
+                if key is not None and not quiet:
+                    pool.release(key)
+            entry["runs"][label] = {"attempts": run_attempts(result), "memory": prep}
+            record = TrajectoryRecord.from_dict(result.trajectory or {})
+            record.source = f"tunemem-bench-live/{task.name}/{case.name}/{label}@{self.run_id}"
+            self.trajectories.setdefault(task.name, []).append(
+                tag_live(record, role="agent", arm=arm, setting=setting, held_out=case.name)
+            )
+            best = min((a["latency_ms"] for a in result.attempts if a["latency_ms"]), default=None)
+            self.log(f"{task.name} {case.name} {label}: best {best} ms")
+        runner.release()
+        torch.cuda.empty_cache()
+        for _, _, key in keys if quiet else []:
+            pool.release(key)
+
+    def run_task(self, name: str, deadline: float) -> None:
         from kernels.catalogue import get_task
-        from kernels.sweep import best_attempt, candidate_configs
 
         task = get_task(name)
         live_swept = name not in self.sweeps or all(
             r.evidence.get("live_reference") for r in self.sweeps[name].values()
         )
-        if name not in self.sweeps:  # never swept: sweep every shape live first (the reference)
-            self.sweeps[name] = {}
-            for case in task.shapes[: self.args.shapes or None]:
-                if time.monotonic() > deadline:
-                    self.notes.append(f"{name} {case.name}: not swept (time budget spent)")
-                    continue
-                runner = self.runner(task, case)
-                configs = candidate_configs(task, case.dims)
-                self.log(f"{name} {case.name}: live sweep of {len(configs)} configurations")
-                record = self.sweep(task, case, runner, configs)
-                record.evidence["live_reference"] = True  # the reference of a task never swept
-                self.sweeps[name][case.name] = record
-                runner.release()
-            self.trajectories.setdefault(name, []).extend(self.sweeps[name].values())
+        if name not in self.sweeps:
+            self.live_sweeps(task, deadline)
         specs, plan = self.memory_plan(task, name)
-        pool = MemoryPool(specs, self.args.workers)
+        # By default memories are prepared ahead, overlapping the GPU work. Quiet timing
+        # prepares a shape's memories before its timing starts and none while it runs; a
+        # control run on the H200 (rmsnorm, nothing in the background) showed the microsecond
+        # shapes just as noisy, so the overlap is not what makes them so.
+        per_shape = max((len(keys) for keys in plan.values()), default=1)
+        pool = MemoryPool(specs, per_shape if self.args.quiet_timing else self.args.workers)
         try:
             for case in task.shapes[: self.args.shapes or None]:
                 if case.name not in plan:
@@ -198,86 +257,7 @@ class LiveBench:
                     self.notes.append(f"{name} {case.name}: not run (time budget spent)")
                     pool.skip([key for _, _, key in plan[case.name]])
                     continue
-                entry: dict[str, Any] = {"task": name, "shape": case.name, "dims": case.dims}
-                self.shapes.append(entry)
-                runner = self.runner(task, case)
-                reference = best_attempt(self.sweeps[name][case.name])
-                entry["recorded_reference_ms"] = reference.metrics.get("latency_median_ms")
-                entry["reference_config"] = dict(reference.params)
-                if live_swept:
-                    sweep = self.sweeps[name][case.name]
-                elif self.args.resweep:
-                    configs = [dict(a.params) for a in self.sweeps[name][case.name].attempts]
-                    self.log(f"{name} {case.name}: re-sweep of {len(configs)} configurations")
-                    sweep = self.sweep(task, case, runner, configs)
-                    self.trajectories.setdefault(name, []).append(sweep)
-                else:
-                    sweep = self.sweep(task, case, runner, [dict(reference.params)])
-                    self.trajectories.setdefault(name, []).append(sweep)
-                entry["sweep"] = {"attempts": _sweep_attempts(sweep), "live": True}
-                timed = [
-                    a
-                    for a in sweep.attempts
-                    if a.params == reference.params and a.feasible and a.latency_ms
-                ]
-                best_now = best_attempt(sweep)
-                chosen = timed[0] if timed else best_now
-                entry["reference_ms"] = (
-                    chosen.metrics.get("latency_median_ms", chosen.latency_ms) if chosen else None
-                )
-                entry["runs"] = {}
-                for setting, arm, key in [("none", "random", None), *plan[case.name]]:
-                    if arm not in self.args.arms:
-                        continue
-                    label = "random" if key is None else f"{setting}/{arm}"
-                    run_id = f"live-{name}-{case.name}-{label.replace('/', '-')}-{self.run_id}"
-                    try:
-                        if key is None:
-                            result = run_graph(
-                                runner,
-                                create_proposer("random"),
-                                None,
-                                self.args.budget,
-                                run_id=run_id,
-                                seed=self.args.seed,
-                            )
-                            prep: dict[str, Any] = {}
-                        else:
-                            prep = pool.acquire(key)
-                            if "error" in prep:
-                                raise RuntimeError(f"memory {key}: {prep['error']}")
-                            with MemoryClient(prep["url"]) as client:
-                                result = run_graph(
-                                    runner,
-                                    create_proposer("structured"),
-                                    client,
-                                    self.args.budget,
-                                    run_id=run_id,
-                                    seed=self.args.seed,
-                                    k=self.args.k,
-                                    widen_k=WIDEN_K,
-                                    options=ARMS[arm],
-                                    full_description=True,
-                                )
-                    except Exception as exc:  # one broken run must not lose the others
-                        entry["runs"][label] = {"error": f"{type(exc).__name__}: {exc}"}
-                        self.log(f"{name} {case.name} {label} failed: {exc}")
-                        continue
-                    finally:
-                        if key is not None:
-                            pool.release(key)
-                    entry["runs"][label] = {"attempts": _attempts(result), "memory": prep}
-                    record = TrajectoryRecord.from_dict(result.trajectory or {})
-                    record.source = f"tunemem-bench-live/{name}/{case.name}/{label}@{self.run_id}"
-                    self.trajectories.setdefault(name, []).append(
-                        _tag(record, role="agent", arm=arm, setting=setting, held_out=case.name)
-                    )
-                    best = min(
-                        (a["latency_ms"] for a in result.attempts if a["latency_ms"]), default=None
-                    )
-                    self.log(f"{name} {case.name} {label}: best {best} ms")
-                runner.release()
-                torch.cuda.empty_cache()
+                self.run_shape(task, case, plan[case.name], pool, live_swept)
                 self.write(partial=True)
         finally:
             pool.close()
@@ -311,7 +291,11 @@ class LiveBench:
             "budget": self.args.budget,
             "k": self.args.k,
             "arms": {a: ARMS[a] for a in self.args.arms},
-            "settings": {"warmup_ms": self.args.warmup_ms, "rep_ms": self.args.rep_ms},
+            "settings": {
+                "warmup_ms": self.args.warmup_ms,
+                "rep_ms": self.args.rep_ms,
+                "quiet_timing": self.args.quiet_timing,
+            },
             "reference": REFERENCE,
             "cost_rule": COST_RULE,
             "elapsed_s": time.monotonic() - self.started,
@@ -351,6 +335,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-resweep", dest="resweep", action="store_false")
+    p.add_argument(
+        "--quiet-timing",
+        action="store_true",
+        help="prepare each shape's memories before timing it, none while it is timed",
+    )
     p.add_argument("--merge", type=Path, nargs="+", help="merge live.json files into --out")
     return p
 

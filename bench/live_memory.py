@@ -30,6 +30,12 @@ SERVICE_SETTINGS: dict[str, Any] = {
     "dedup_threshold": 1.0,
 }
 WIDEN_K = 30
+# Ranking overrides per arm (the service's own defaults otherwise); None = no memory.
+ARMS: dict[str, dict[str, Any] | None] = {
+    "random": None,
+    "similarity": {"lam": 0.0, "exploration_c": 0.0, "k_recall": 60},
+    "value_backoff": {"lam": 0.5, "backoff": True, "k_recall": 60},
+}
 PREP_TIMEOUT_S = 600.0
 
 
@@ -65,6 +71,61 @@ class MemorySpec:
     budget: int = 10
     k: int = 3
     seed: int = 0
+
+
+def plan_memories(
+    op: str, name: str, cases: list[str], sweeps: dict[str, dict[str, TrajectoryRecord]], args: Any
+) -> tuple[list[MemorySpec], dict[str, list[tuple[str, str, str]]], str | None]:
+    """The memories of a task's held-out shapes, in the order they are used.
+
+    Returns the specs, per held-out shape its (setting, arm, key) triples, and a note when the
+    all_tasks setting is skipped because no other task shares the op (the service gates
+    lessons by op, so it would equal same_task).
+    """
+    own = sweeps[name]
+    others = [
+        r
+        for other, by_shape in sweeps.items()
+        if other != name
+        for r in by_shape.values()
+        if r.task.op == op
+    ]
+    specs: list[MemorySpec] = []
+    plan: dict[str, list[tuple[str, str, str]]] = {}
+    for case in cases:
+        if case not in own:
+            continue
+        same = [r for shape, r in own.items() if shape != case]
+        sources = {"same_task": same, "all_tasks": same + others}
+        plan[case] = []
+        for setting in args.settings:
+            if setting == "all_tasks" and not others:
+                continue
+            for arm in args.arms:
+                options = ARMS[arm]
+                if options is None:
+                    continue
+                key = f"{name}/{case}/{setting}/{arm}"
+                replay = tuple(sources[setting]) if arm != "similarity" else ()
+                specs.append(
+                    MemorySpec(
+                        key,
+                        tuple(sources[setting]),
+                        replay,
+                        dict(options),
+                        args.budget,
+                        args.k,
+                        args.seed,
+                    )
+                )
+                plan[case].append((setting, arm, key))
+    note = None
+    if "all_tasks" in args.settings and not others:
+        note = (
+            f"{name}: all_tasks skipped: no other task shares op {op!r}, and the service "
+            "gates lessons by op, so it would equal same_task"
+        )
+    return specs, plan, note
 
 
 def replay_sources(spec: MemorySpec, url: str) -> int:

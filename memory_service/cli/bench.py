@@ -141,6 +141,10 @@ def bench_live(
     resweep: Annotated[
         bool, typer.Option("--resweep/--no-resweep", help="re-run each held-out shape's sweep")
     ] = True,
+    quiet_timing: Annotated[
+        bool,
+        typer.Option(help="prepare each shape's memories before timing it, none while it runs"),
+    ] = False,
     merge: Annotated[
         list[Path] | None, typer.Option(help="merge these live.json files into --out instead")
     ] = None,
@@ -155,6 +159,7 @@ def bench_live(
         *("--out", str(out), "--budget-s", str(budget_s), "--workers", str(workers)),
         *("--warmup-ms", str(warmup_ms), "--rep-ms", str(rep_ms)),
         *([] if resweep else ["--no-resweep"]),
+        *(["--quiet-timing"] if quiet_timing else []),
         *(["--merge", *map(str, merge)] if merge else []),
     ]
     try:

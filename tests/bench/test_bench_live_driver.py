@@ -51,8 +51,9 @@ class RecordedRunner(ReplayRunner):
 
 
 @pytest.mark.skipif(not (SWEEPS / "softmax.jsonl").is_file(), reason="no committed H200 sweeps")
+@pytest.mark.parametrize("timing", [[], ["--quiet-timing"]], ids=["overlapped", "quiet"])
 def test_driver_writes_a_scored_report_and_ingestible_trajectories(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timing: list[str]
 ) -> None:
     import torch
 
@@ -72,6 +73,7 @@ def test_driver_writes_a_scored_report_and_ingestible_trajectories(
         [
             *("--tasks", "softmax", "--shapes", "2", "--budget", "4", "--workers", "2"),
             *("--arms", "random,value_backoff", "--out", str(out), "--trajectories", str(out)),
+            *timing,
         ]
     )
     assert code == 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from bench.live_markdown import render_markdown
 from bench.live_report import (
     SWEEP,
     charged_cost,
@@ -14,7 +15,6 @@ from bench.live_report import (
     curve,
     goals,
     merge,
-    render_markdown,
     score,
     score_report,
     summarise,
