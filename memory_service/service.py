@@ -22,6 +22,7 @@ from memory_service.core.audit_models import TransferAuditPublic
 from memory_service.core.embedder import Embedder, create_embedder
 from memory_service.core.embedding_cache import DiskCachedEmbedder, EmbeddingCache
 from memory_service.core.index import VectorIndex, create_index
+from memory_service.core.index_pointers import IndexPointers
 from memory_service.core.ingest import ingest_records
 from memory_service.core.learning import LearningLoop
 from memory_service.core.lessons import Lessons
@@ -69,6 +70,7 @@ class MemoryService:
             path=self.settings.data_dir / "chroma",
             url=self.settings.index_url,
             collection=self.settings.index_collection,
+            generations=IndexPointers(self.store),
         )
         parts = (self.store, self.index, self.embedder, self.settings)
         self._lessons = Lessons(*parts)
@@ -244,6 +246,10 @@ class MemoryService:
     ) -> int:
         """Rebuild the vector index of one tenant (None: every tenant) from SQL."""
         return self._maintenance.reindex(batch_size, progress, tenant)
+
+    def repair_index(self, tenant: str | None = None) -> dict[str, int]:
+        """Make the vector index hold exactly SQL's active lessons (run on server start)."""
+        return self._maintenance.repair_index(tenant)
 
     def health(self, tenant: str | None = None) -> dict[str, Any]:
         """Index usability and the SQL and index counts (of one tenant, or all)."""

@@ -61,6 +61,12 @@ def ingest(
         else open_local(data_dir, batch_size=batch_size)
     )
     limit = settings_for(data_dir).ingest_max_file_bytes
+    from memory_service.service import MemoryService
+
+    if isinstance(memory, MemoryService):
+        # An earlier run killed between an SQL commit and its index write left lessons out
+        # of the index; mend that before adding more.
+        memory.repair_index()
     try:
         run_guarded(lambda: _ingest_sources(memory, sources, fmt, quiet, summary, limit))
     finally:

@@ -65,6 +65,10 @@ def serve(
     service = open_local(data_dir)
     if seed or service.settings.seed_samples:
         seed_samples(service)
+    # SQL is written before the index: a crash between the two is mended here, before serving.
+    fixed = service.repair_index()
+    if fixed["added"] or fixed["removed"]:
+        err.print(f"index repaired: {fixed['added']} lessons added, {fixed['removed']} dropped")
     local_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     bracketed = f"[{local_host}]" if ":" in local_host else local_host
     service.store.advertise(f"http://{bracketed}:{port}")  # named to processes it refuses

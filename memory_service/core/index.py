@@ -2,20 +2,53 @@
 
 `ChromaIndex` (embedded PersistentClient, or Chroma's HTTP server) and `MemoryIndex` (numpy,
 exact, in-process) implement `VectorIndex`; `create_index` picks one by name.
+
+`rebuild` builds a tenant's entries beside the current ones and switches readers over at once,
+so a reindex is invisible to them. ChromaIndex names a tenant's collections by generation and
+takes the current generation from `Generations` (the SQL pointer, `IndexPointers`, in the
+service); a collection found gone (another worker switched and dropped it) makes it re-read
+the pointer and retry once.
 """
 
 from __future__ import annotations
 
-import hashlib
 import threading
-import time
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 COLLECTION = "tunemem_lessons"
+Batch = tuple[list[str], np.ndarray, list[dict[str, Any]]]
+_T = TypeVar("_T")
+
+
+class Generations(Protocol):
+    """Where a tenant's current collection generation is kept."""
+
+    def get(self, tenant: str) -> int: ...
+
+    def refresh(self, tenant: str) -> int: ...
+
+    def switch(self, tenant: str, generation: int) -> None: ...
+
+
+class LocalGenerations:
+    """Generations kept in this process only (one process, or tests)."""
+
+    def __init__(self) -> None:
+        self._current: dict[str, int] = {}
+
+    def get(self, tenant: str) -> int:
+        return self._current.get(tenant, 0)
+
+    def refresh(self, tenant: str) -> int:
+        return self.get(tenant)
+
+    def switch(self, tenant: str, generation: int) -> None:
+        self._current[tenant] = generation
 
 
 class VectorIndex(ABC):
@@ -60,6 +93,22 @@ class VectorIndex(ABC):
     def reset(self, tenant: str | None = None) -> None:
         """Drop every entry (of one tenant, when given)."""
 
+    @abstractmethod
+    def ids(self, tenant: str) -> set[str]:
+        """The ids of a tenant's entries."""
+
+    @abstractmethod
+    def rebuild(self, tenant: str, batches: Iterable[Batch]) -> int:
+        """Replace a tenant's entries with `batches`, switching readers at the end.
+
+        Args:
+            tenant: whose entries are rebuilt.
+            batches: (ids, unit-norm vectors, metadatas) of every entry the tenant should have.
+
+        Returns:
+            The number of entries written.
+        """
+
 
 class MemoryIndex(VectorIndex):
     """Exact search in process memory; for tests and small embedded stores."""
@@ -70,7 +119,7 @@ class MemoryIndex(VectorIndex):
         self._tenant_codes: dict[str, int] = {}
         self._tenants = np.zeros(0, dtype=np.int32)
         self._vectors = np.zeros((0, 0), dtype=np.float32)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     def _code(self, tenant: str) -> int:
         return self._tenant_codes.setdefault(tenant, len(self._tenant_codes))
@@ -129,165 +178,50 @@ class MemoryIndex(VectorIndex):
         return 0 if code is None else int((self._tenants == code).sum())
 
     def reset(self, tenant: str | None = None) -> None:
-        if tenant is not None:
-            code = self._tenant_codes.get(tenant)
-            if code is not None:
-                self.delete([i for i, c in zip(self._ids, self._tenants, strict=True) if c == code])
-            return
         with self._lock:
+            if tenant is not None:
+                self.delete(list(self.ids(tenant)))
+                return
             self._ids, self._pos, self._tenant_codes = [], {}, {}
             self._tenants = np.zeros(0, dtype=np.int32)
             self._vectors = np.zeros((0, 0), dtype=np.float32)
 
+    def ids(self, tenant: str) -> set[str]:
+        with self._lock:
+            code = self._tenant_codes.get(tenant)
+            return {i for i, c in zip(self._ids, self._tenants, strict=True) if c == code}
 
-class ChromaIndex(VectorIndex):
-    """Chroma collection with cosine distance; embedded (path) or client of a server (url)."""
-
-    COUNT_TTL_S = 10.0
-
-    def __init__(
-        self, path: Path | None = None, url: str | None = None, collection: str = COLLECTION
-    ):
-        import chromadb
-        from chromadb.config import Settings as ChromaSettings
-
-        chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=True)
-        if url:
-            from urllib.parse import urlparse
-
-            parsed = urlparse(url)
-            self._client = chromadb.HttpClient(
-                host=parsed.hostname or "localhost",
-                port=parsed.port or 8000,
-                ssl=parsed.scheme == "https",
-                settings=chroma_settings,
-            )
-        elif path is not None:
-            path.mkdir(parents=True, exist_ok=True)
-            self._client = chromadb.PersistentClient(path=str(path), settings=chroma_settings)
-        else:
-            raise ValueError("ChromaIndex needs a path (embedded) or a url (server)")
-        self._name = collection
-        self._collections: dict[str, Any] = {}
-        # Entries per tenant, counted once and kept until this process writes (Chroma counts by
-        # scanning, which cost a sixth of a retrieve at 100k lessons). A server is shared by
-        # several workers, so there the count is also recounted after COUNT_TTL_S.
-        self._counts: dict[str, tuple[int, float]] = {}
-        self._count_ttl = self.COUNT_TTL_S if url else None
-
-    # One collection per tenant: a query then needs no metadata filter, which in Chroma
-    # would scan the metadata of every entry.
-    def _collection_name(self, tenant: str) -> str:
-        if tenant == "default":
-            return self._name
-        return f"{self._name}-t{hashlib.sha1(tenant.encode()).hexdigest()[:12]}"
-
-    def _collection(self, tenant: str) -> Any:
-        collection = self._collections.get(tenant)
-        if collection is None:
-            collection = self._client.get_or_create_collection(
-                name=self._collection_name(tenant),
-                metadata={"hnsw:space": "cosine"},
-                embedding_function=None,
-            )
-            self._collections[tenant] = collection
-        return collection
-
-    def _all_collections(self) -> list[Any]:
-        names = []
-        for item in self._client.list_collections():
-            name = item if isinstance(item, str) else item.name
-            if name == self._name or name.startswith(f"{self._name}-t"):
-                names.append(name)
-        return [self._client.get_collection(name, embedding_function=None) for name in names]
-
-    def upsert(self, ids: list[str], vectors: np.ndarray, metadatas: list[dict[str, Any]]) -> None:
-        by_tenant: dict[str, list[int]] = {}
-        for i, meta in enumerate(metadatas):
-            by_tenant.setdefault(meta["tenant"], []).append(i)
-        step = 4000  # below Chroma's maximum batch size
-        for tenant, rows in by_tenant.items():
-            self._counts.pop(tenant, None)
-            collection = self._collection(tenant)
-            for start in range(0, len(rows), step):
-                part = rows[start : start + step]
-                collection.upsert(
-                    ids=[ids[i] for i in part],
-                    embeddings=vectors[part].tolist(),
-                    metadatas=[metadatas[i] for i in part],
-                )
-            self._counts.pop(tenant, None)  # again: a count may have run during the upsert
-
-    def delete(self, ids: list[str]) -> None:
-        if ids:
-            self._counts.clear()
-            for collection in self._all_collections():
-                collection.delete(ids=ids)
-
-    def query(self, vector: np.ndarray, n: int, tenant: str) -> list[tuple[str, float]]:
-        if n <= 0:
-            return []
-        # Chroma (1.x) answers n_results beyond the collection's size with what it has.
-        result = self._collection(tenant).query(
-            query_embeddings=[vector.tolist()], n_results=n, include=["distances"]
-        )
-        ids = result["ids"][0]
-        distances = result["distances"][0]
-        return [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
-
-    def query_many(self, vectors: np.ndarray, n: int, tenant: str) -> list[list[tuple[str, float]]]:
-        if n <= 0 or len(vectors) == 0:
-            return [[] for _ in range(len(vectors))]
-        collection = self._collection(tenant)
-        answers: list[list[tuple[str, float]]] = []
-        for start in range(0, len(vectors), 1000):
-            result = collection.query(
-                query_embeddings=vectors[start : start + 1000].tolist(),
-                n_results=n,
-                include=["distances"],
-            )
-            for ids, distances in zip(result["ids"], result["distances"], strict=True):
-                answers.append([(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)])
-        return answers
-
-    def count(self, tenant: str | None = None) -> int:
-        if tenant is None:
-            return sum(int(c.count()) for c in self._all_collections())
-        cached = self._counts.get(tenant)
-        now = time.monotonic()
-        if cached is not None and (self._count_ttl is None or now - cached[1] < self._count_ttl):
-            return cached[0]
-        total = int(self._collection(tenant).count())
-        self._counts[tenant] = (total, now)
-        return total
-
-    def reset(self, tenant: str | None = None) -> None:
-        if tenant is not None:
-            name = self._collection_name(tenant)
-            if any(c.name == name for c in self._all_collections()):
-                self._client.delete_collection(name)
-            self._collections.pop(tenant, None)
-            self._counts.pop(tenant, None)
-            return
-        for collection in self._all_collections():
-            self._client.delete_collection(collection.name)
-        self._collections = {}
-        self._counts.clear()
+    def rebuild(self, tenant: str, batches: Iterable[Batch]) -> int:
+        built = list(batches)  # embedded outside the lock: readers keep the old entries
+        with self._lock:
+            self.reset(tenant)
+            for ids, vectors, metadatas in built:
+                if ids:
+                    self.upsert(ids, vectors, metadatas)
+        return sum(len(ids) for ids, _, _ in built)
 
 
 INDEX_KINDS = ("chroma", "chroma-http", "memory")
 
 
 def create_index(
-    kind: str, *, path: Path | None = None, url: str | None = None, collection: str = COLLECTION
+    kind: str,
+    *,
+    path: Path | None = None,
+    url: str | None = None,
+    collection: str = COLLECTION,
+    generations: Generations | None = None,
 ) -> VectorIndex:
-    """Build a vector index by name."""
+    """Build a vector index by name; `generations` is where Chroma's current collections are
+    recorded (the SQL pointer in the service)."""
+    from memory_service.core.chroma_index import ChromaIndex
+
     if kind == "chroma":
-        return ChromaIndex(path=path, collection=collection)
+        return ChromaIndex(path=path, collection=collection, generations=generations)
     if kind == "chroma-http":
         if not url:
             raise ValueError("index 'chroma-http' needs TUNEMEM_INDEX_URL")
-        return ChromaIndex(url=url, collection=collection)
+        return ChromaIndex(url=url, collection=collection, generations=generations)
     if kind == "memory":
         return MemoryIndex()
     raise ValueError(f"unknown index {kind!r}; valid kinds: {', '.join(INDEX_KINDS)}")

@@ -5,10 +5,11 @@ Given the store, the vector index, the embedder and the settings it needs; the f
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
-from sqlalchemy import func, or_
+from sqlalchemy import event, func, or_
 from sqlmodel import Session, col, select
 
 import platforms
@@ -30,6 +31,8 @@ from memory_service.core.settings import Settings
 from memory_service.core.store import Store
 from memory_service.core.toolchains import stale_page
 from memory_service.core.valued import valued_lessons
+
+log = logging.getLogger(__name__)
 
 
 def get_row(session: Session, lesson_id: str, tenant: str) -> Lesson:
@@ -74,14 +77,23 @@ class Lessons:
                 for row in new_rows:
                     session.add(row)
                 session.flush()
-                if new_rows:
-                    self.index.upsert(
-                        [r.id for r in new_rows],
-                        vectors,
-                        [lesson_rows.index_metadata(r) for r in new_rows],
-                    )
+                # SQL first, the index after the commit: a crash in between leaves a lesson
+                # missing from the index (repaired on start), never an entry without a lesson.
+                pending = (
+                    [r.id for r in new_rows],
+                    vectors,
+                    [lesson_rows.index_metadata(r) for r in new_rows],
+                )
                 if own:
                     session.commit()
+                    self._index_after_commit(pending)
+                elif new_rows:
+                    event.listen(
+                        session,
+                        "after_commit",
+                        lambda _s: self._index_after_commit(pending),
+                        once=True,
+                    )
             except Exception:
                 if own:
                     session.rollback()
@@ -90,6 +102,17 @@ class Lessons:
                 if own:
                     session.close()
         return result
+
+    def _index_after_commit(self, pending: tuple[list[str], np.ndarray, list[dict]]) -> None:
+        ids, vectors, metadatas = pending
+        if not ids:
+            return
+        try:
+            self.index.upsert(ids, vectors, metadatas)
+        except Exception:
+            # The lessons are stored (SQL is the truth); the index catches up on repair, and
+            # /healthz shows active lessons and index entries apart until then.
+            log.exception("index write failed after commit; %d lessons await repair", len(ids))
 
     def _prepare_lessons(
         self, session: Session, lessons: list[LessonCreate], tenant: str, creator: str | None
@@ -254,12 +277,15 @@ class Lessons:
             row.updated_at = utcnow()
             session.add(row)
             session.flush()
+            pending = None
             if row.status == "active":
                 vector = self.embedder.embed_documents(
                     [lesson_rows.embedding_text(row.kind, row.text, row.applicability)]
                 )
-                self.index.upsert([row.id], vector, [lesson_rows.index_metadata(row)])
+                pending = ([row.id], vector, [lesson_rows.index_metadata(row)])
             session.commit()
+            if pending:
+                self._index_after_commit(pending)
             session.refresh(row)
             return lesson_rows.to_public(row)
 
@@ -284,8 +310,10 @@ class Lessons:
                 row.status = "archived"
                 row.updated_at = utcnow()
                 session.add(row)
-                session.flush()
-                self.index.delete([row.id])
                 session.commit()
+                try:
+                    self.index.delete([row.id])
+                except Exception:
+                    log.exception("index delete failed after commit; repair drops %s", row.id)
                 session.refresh(row)
             return lesson_rows.to_public(row)

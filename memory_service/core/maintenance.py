@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import col, select
 
-from memory_service.core import lesson_rows
+from memory_service.core import index_upkeep
 from memory_service.core.embedder import Embedder
 from memory_service.core.index import VectorIndex
 from memory_service.core.schema import (
@@ -67,36 +67,17 @@ class Maintenance:
         progress: ProgressFn | None = None,
         tenant: str | None = None,
     ) -> int:
-        """Drop and rebuild the vector index (of one tenant, or all) from the active lessons."""
-        scope = [Lesson.status == "active"]
-        if tenant is not None:
-            scope.append(Lesson.tenant == tenant)
-        with self.store.write_lock, self.store.session() as session:
-            self.index.reset(tenant)
-            total = session.exec(select(func.count()).select_from(Lesson).where(*scope)).one()
-            done = 0
-            offset = 0
-            while True:
-                rows = session.exec(
-                    select(Lesson)
-                    .where(*scope)
-                    .order_by(col(Lesson.id))
-                    .offset(offset)
-                    .limit(batch_size)
-                ).all()
-                if not rows:
-                    break
-                offset += len(rows)
-                vectors = self.embedder.embed_documents(
-                    [lesson_rows.embedding_text(r.kind, r.text, r.applicability) for r in rows]
-                )
-                self.index.upsert(
-                    [r.id for r in rows], vectors, [lesson_rows.index_metadata(r) for r in rows]
-                )
-                done += len(rows)
-                if progress:
-                    progress(done, int(total))
-            return done
+        """Rebuild the vector index (of one tenant, or all) from the active lessons in SQL;
+        readers keep the old entries until the new ones are complete."""
+        with self.store.write_lock:
+            return index_upkeep.rebuild(
+                self.store, self.index, self.embedder, tenant, batch_size, progress
+            )
+
+    def repair_index(self, tenant: str | None = None) -> dict[str, int]:
+        """Add to the index the active lessons it lacks and drop entries SQL does not have."""
+        with self.store.write_lock:
+            return index_upkeep.repair(self.store, self.index, self.embedder, tenant)
 
     def counts(self, tenant: str | None = None) -> dict[str, int]:
         """Rows per table (of one tenant's data, or of the whole store)."""

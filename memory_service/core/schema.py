@@ -157,3 +157,13 @@ class TaskRewardStat(SQLModel, table=True):
     n: int = 0
     mean: float = 0.0
     m2: float = 0.0
+
+
+class IndexPointer(SQLModel, table=True):
+    """Which generation of a tenant's vector-index collection readers use. A reindex builds
+    the next generation beside the current one and then switches this row, so every worker
+    (each reads it) moves to the new collection together and none queries a half-built one."""
+
+    tenant: str = Field(primary_key=True, max_length=64)
+    generation: int = 0
+    updated_at: datetime = Field(default_factory=utcnow)

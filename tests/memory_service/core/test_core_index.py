@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory_service.core.index import ChromaIndex, MemoryIndex, VectorIndex
+from memory_service.core.chroma_index import ChromaIndex
+from memory_service.core.index import MemoryIndex, VectorIndex
 
 
 @pytest.fixture(params=["memory", "chroma"])
