@@ -161,7 +161,7 @@ def run_case(case: dict[str, Any], spec: dict[str, Any], workdir: Path) -> dict[
 
 def drop_case(case: dict[str, Any]) -> bool:
     """Remove a server-mode case's tenant from the shared vector index (SQL rows stay)."""
-    from memory_service.core.index import create_index
+    from memory_service.core.indexes import create_index
 
     settings = case["settings"]
     index = create_index(

@@ -21,8 +21,9 @@ from memory_service.core.audit import transfer_audit
 from memory_service.core.audit_models import TransferAuditPublic
 from memory_service.core.embedder import Embedder, create_embedder
 from memory_service.core.embedding_cache import DiskCachedEmbedder, EmbeddingCache
-from memory_service.core.index import VectorIndex, create_index
+from memory_service.core.index import VectorIndex
 from memory_service.core.index_pointers import IndexPointers
+from memory_service.core.indexes import create_index
 from memory_service.core.ingest import ingest_records
 from memory_service.core.learning import LearningLoop
 from memory_service.core.lessons import Lessons

@@ -1,7 +1,8 @@
 """Vector index: a rebuildable cache of lesson embeddings (SQL stays the source of truth).
 
 `ChromaIndex` (embedded PersistentClient, or Chroma's HTTP server) and `MemoryIndex` (numpy,
-exact, in-process) implement `VectorIndex`; `create_index` picks one by name.
+exact, in-process) implement `VectorIndex`; `memory_service.core.indexes.create_index` picks
+one by name.
 
 `rebuild` builds a tenant's entries beside the current ones and switches readers over at once,
 so a reindex is invisible to them. ChromaIndex names a tenant's collections by generation and
@@ -15,7 +16,6 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -199,29 +199,3 @@ class MemoryIndex(VectorIndex):
                 if ids:
                     self.upsert(ids, vectors, metadatas)
         return sum(len(ids) for ids, _, _ in built)
-
-
-INDEX_KINDS = ("chroma", "chroma-http", "memory")
-
-
-def create_index(
-    kind: str,
-    *,
-    path: Path | None = None,
-    url: str | None = None,
-    collection: str = COLLECTION,
-    generations: Generations | None = None,
-) -> VectorIndex:
-    """Build a vector index by name; `generations` is where Chroma's current collections are
-    recorded (the SQL pointer in the service)."""
-    from memory_service.core.chroma_index import ChromaIndex
-
-    if kind == "chroma":
-        return ChromaIndex(path=path, collection=collection, generations=generations)
-    if kind == "chroma-http":
-        if not url:
-            raise ValueError("index 'chroma-http' needs TUNEMEM_INDEX_URL")
-        return ChromaIndex(url=url, collection=collection, generations=generations)
-    if kind == "memory":
-        return MemoryIndex()
-    raise ValueError(f"unknown index {kind!r}; valid kinds: {', '.join(INDEX_KINDS)}")
