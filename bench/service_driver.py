@@ -74,6 +74,18 @@ class Connection:
         self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
 
     async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        reused = self._writer is not None
+        try:
+            return await self._send(path, body)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            self.close()
+            if not reused:
+                raise
+        # The server closes a keep-alive connection idle past its timeout (uvicorn: 5 s), as
+        # open-loop connections at low rates are; it closed before reading, so send again.
+        return await self._send(path, body)
+
+    async def _send(self, path: str, body: bytes) -> tuple[int, bytes]:
         if self._writer is None:
             await self._open()
         assert self._reader is not None and self._writer is not None

@@ -131,3 +131,33 @@ def test_profile_attribution_by_area_and_operation() -> None:
         ("HTTP stack", "other Python"): 4,
     }
     assert sum(r["share"] for r in result["rows"]) == pytest.approx(1.0, abs=0.01)
+
+
+def test_driver_connection_resends_once_when_the_server_closed_it_while_idle() -> None:
+    """A keep-alive connection the server closed (idle timeout) is reopened, not an error."""
+    import asyncio
+
+    from bench.service_driver import Connection
+
+    async def scenario() -> list[int]:
+        served = []
+
+        async def one_request_then_close(reader, writer) -> None:  # type: ignore[no-untyped-def]
+            await reader.readuntil(b"\r\n\r\n")
+            await reader.readexactly(2)
+            served.append(1)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+            await writer.drain()
+            writer.close()  # as uvicorn does with an idle keep-alive connection
+
+        server = await asyncio.start_server(one_request_then_close, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        conn = Connection("127.0.0.1", port, {})
+        statuses = [(await conn.post("/x", b"{}"))[0] for _ in range(3)]
+        conn.close()
+        server.close()
+        await server.wait_closed()
+        assert len(served) == 3
+        return statuses
+
+    assert asyncio.run(scenario()) == [200, 200, 200]
