@@ -83,6 +83,12 @@ class ChromaIndex(VectorIndex):
         name = self._collection_name(tenant)
         collection = self._collections.get(name)
         if collection is None:
+            # Opening (or creating) a collection reads the pointer afresh: a cached generation
+            # may name one another worker has switched from and dropped, which must not be
+            # created again and written to.
+            name = self._collection_name(tenant, self._generations.refresh(tenant))
+            collection = self._collections.get(name)
+        if collection is None:
             collection = self._client.get_or_create_collection(
                 name=name, metadata={"hnsw:space": "cosine"}, embedding_function=None
             )
