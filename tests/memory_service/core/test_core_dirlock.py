@@ -89,7 +89,9 @@ def test_a_killed_owner_leaves_the_directory_free(owner):
     data_dir, proc = owner
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
-    MemoryService(_settings(data_dir)).close()
+    probe = [sys.executable, "-c", OWNER, str(data_dir), URL]
+    freed = subprocess.run(probe, cwd=REPO_ROOT, input="", capture_output=True, text=True)
+    assert freed.returncode == 0 and freed.stdout.strip() == "ready", freed.stderr
 
 
 def test_services_in_one_process_share_the_lock(tmp_path):
