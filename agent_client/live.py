@@ -13,9 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent_client.client import MemoryClient
-from agent_client.proposers import create_proposer
-from agent_client.run import AgentRunResult, run_graph
+from agent_client.run import AgentRunResult, run_with_memory
 from kernels.runners import create_runner
 from kernels.runners.base import Runner
 
@@ -119,29 +117,20 @@ def run_live(
         llm: url, model and api_key for the `llm` proposer.
         on_attempt: called with each attempt (see `format_attempt`).
     """
-    if proposer == "llm":
-        if not (llm and llm.get("url") and llm.get("model")):
-            raise ValueError("the llm proposer needs llm_url and llm_model")
-        chosen = create_proposer("llm", **llm)
-    else:
-        chosen = create_proposer(proposer)
-    client = MemoryClient(base_url, api_key=api_key) if base_url else None
-    try:
-        return run_graph(
-            runner,
-            chosen,
-            client,
-            budget,
-            run_id=run_id,
-            seed=seed,
-            k=k,
-            options=options,
-            plateau=plateau,
-            write_back=write_back,
-            checkpoint=Path(checkpoint) if checkpoint else None,
-            on_attempt=on_attempt,
-            full_description=True,
-        )
-    finally:
-        if client is not None:
-            client.close()
+    return run_with_memory(
+        runner,
+        proposer,
+        llm,
+        base_url,
+        api_key,
+        budget,
+        run_id=run_id,
+        seed=seed,
+        k=k,
+        options=options,
+        plateau=plateau,
+        write_back=write_back,
+        checkpoint=Path(checkpoint) if checkpoint else None,
+        on_attempt=on_attempt,
+        full_description=True,
+    )

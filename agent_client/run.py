@@ -295,29 +295,46 @@ def run_agent(
         on_attempt: called with each attempt (see `format_attempt`).
     """
     runner = runner_for(task, chip)
+    llm = {"url": llm_url, "model": llm_model, "api_key": llm_api_key}
+    return run_with_memory(
+        runner,
+        proposer,
+        llm,
+        base_url,
+        api_key,
+        budget,
+        run_id=run_id,
+        seed=seed,
+        k=k,
+        options=options,
+        plateau=plateau,
+        write_back=write_back,
+        checkpoint=Path(checkpoint) if checkpoint else None,
+        on_attempt=on_attempt,
+        chip=chip,
+    )
+
+
+def run_with_memory(
+    runner: Runner,
+    proposer: str,
+    llm: dict[str, Any] | None,
+    base_url: str | None,
+    api_key: str | None,
+    budget: int,
+    **graph_options: Any,
+) -> AgentRunResult:
+    """Build the named proposer and the memory client (none without a URL), run the graph,
+    and close the client: the one set-up that the replay and the live doors share."""
     if proposer == "llm":
-        if not (llm_url and llm_model):
+        if not (llm and llm.get("url") and llm.get("model")):
             raise ValueError("the llm proposer needs llm_url and llm_model")
-        chosen = create_proposer("llm", url=llm_url, model=llm_model, api_key=llm_api_key)
+        chosen = create_proposer("llm", **llm)
     else:
         chosen = create_proposer(proposer)
     client = MemoryClient(base_url, api_key=api_key) if base_url else None
     try:
-        return run_graph(
-            runner,
-            chosen,
-            client,
-            budget,
-            run_id=run_id,
-            seed=seed,
-            k=k,
-            options=options,
-            plateau=plateau,
-            write_back=write_back,
-            checkpoint=Path(checkpoint) if checkpoint else None,
-            on_attempt=on_attempt,
-            chip=chip,
-        )
+        return run_graph(runner, chosen, client, budget, **graph_options)
     finally:
         if client is not None:
             client.close()
