@@ -19,6 +19,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 
 from agent_client.context import AgentContext
+from agent_client.credit import credited
 from agent_client.models import Outcome, Retrieval, RetrievedLesson
 from agent_client.proposers.base import (
     AttemptOutcome,
@@ -227,11 +228,11 @@ def report(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
                 best_before_ms=best_before,
                 error=result["error_category"],
             ),
-            used=list(proposal["used"]),
+            used=credited(proposal["used"], retrieval.get("lessons", []), proposal["config"]),
             idempotency_key=f"{state['run_id']}:{index}",
         )
         rewards, values = receipt.rewards, receipt.values
-    used_ids = set(proposal["used"])
+    used_ids = set(proposal["used"]) | set(rewards)
     lessons = [
         _lesson_summary(lesson, values)
         for lesson in (retrieval or {}).get("lessons", [])

@@ -8,6 +8,9 @@ value also draws on (DESIGN section 5):
   search space of the same kernel and parameter space in memory (the transfer audit's optimum
   fractions), as a reward 2f - 1 in [-1, 1], weighted by how alike that space's chip is to the
   target;
+- recorded effect, for a parameter-setting lesson ("prefer use_shmem=1"): how much following it
+  speeds up configurations of every recorded space of the same op on each chip
+  (`retrieval.recorded.setting_effects`, already on the reward scale), weighted the same way;
 - neighbour outcomes: the lesson's reported outcomes on other chips, weighted the same way;
 - a source prior: how lessons distilled on the lesson's source chip have reached on chips like
   the target, pooled over all of that source's lessons (any kernel), so a lesson nobody has
@@ -110,6 +113,7 @@ def generalised_estimate(
     prior: tuple[float, float] | None,
     settings: GeneralisedSettings,
     source: str | None = None,
+    effects: Mapping[str, float] | None = None,
 ) -> ValueEstimate:
     """A lesson's generalised value in the target chip's context.
 
@@ -122,11 +126,14 @@ def generalised_estimate(
         prior: (mean, weight) of the source prior, or None.
         settings: the term weights.
         source: the lesson's source chip, for naming the prior term.
+        effects: chip -> the recorded effect of following a parameter-setting lesson there
+            (reward scale), weighted like a recorded reach.
 
     Returns:
         The estimate; `weights` maps each term ("prior", "chip:<target>" for the own outcomes,
-        "outcomes:chip:x", "recorded:chip:x", "source:chip:s") to its share of the total
-        weight, `scope` is the term with the largest share, `n_local` the own outcomes.
+        "outcomes:chip:x", "recorded:chip:x", "effect:chip:x", "source:chip:s") to its share
+        of the total weight, `scope` is the term with the largest share, `n_local` the own
+        outcomes.
     """
     terms: list[tuple[str, float, float, float]] = [  # name, value, weight, variance
         (PRIOR_SCOPE, settings.q0, settings.kappa, PRIOR_VARIANCE)
@@ -143,6 +150,10 @@ def generalised_estimate(
         if w > 0.0:
             # A recorded measurement is one repetition-averaged timing: little noise.
             terms.append((f"recorded:chip:{chip}", reach_reward(fraction), w, 0.01))
+    for chip, effect in sorted((effects or {}).items()):
+        w = affinity.get(chip, 0.0) * settings.recorded_weight
+        if w > 0.0:
+            terms.append((f"effect:chip:{chip}", max(-1.0, min(1.0, effect)), w, 0.01))
     if prior is not None and prior[1] > 0.0:
         terms.append((f"source:chip:{source}", prior[0], prior[1], PRIOR_VARIANCE))
     total = sum(w for _, _, w, _ in terms)

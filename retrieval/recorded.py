@@ -8,7 +8,13 @@ Pure aggregation over plain data, for the generalised value (`retrieval.generali
 - `source_reaches`: those reaches pooled per (source chip, other chip) over all of the source's
   lessons, any kernel: a source's track record on each chip;
 - `chip_agreement`: the rank correlation of the reaches on two chips over the lessons recorded
-  on both: whether the two chips favour the same configurations.
+  on both: whether the two chips favour the same configurations;
+- `setting_effects`: for each parameter-setting lesson ("prefer use_shmem=1", "avoid
+  block_size_x=16") and each chip with a recorded space of the same op that has the
+  parameter, how much following the lesson speeds configurations up there:
+  tanh(ln(median latency of the space's timed configurations / median of those that follow
+  it)), on the refine reward's scale: positive where the setting holds on that chip, negative
+  where it reverses.
 
 These are the transfer audit's optimum fractions; the ranking and the audit read the same
 evidence.
@@ -16,9 +22,13 @@ evidence.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from retrieval.transfer import SearchSpace, optimum_fraction, spearman
 
@@ -109,3 +119,89 @@ def chip_agreement(
         return None, len(common)
     xs = [reaches[lid][first] for lid in common]
     return spearman(xs, [reaches[lid][second] for lid in common]), len(common)
+
+
+@dataclass(frozen=True)
+class SettingLesson:
+    """A lesson about one parameter's value: prefer it, or avoid it."""
+
+    lesson_id: str
+    source_chip: str | None
+    op: str
+    param: str
+    value: Any
+    prefer: bool
+
+
+@dataclass(frozen=True)
+class SpaceColumns:
+    """A space's timed configurations by column: latencies, and each parameter's values as text."""
+
+    latency: np.ndarray
+    values: dict[str, np.ndarray]
+
+
+def space_columns(space: SearchSpace) -> SpaceColumns:
+    latencies: list[float] = []
+    rows: list[dict[str, Any]] = []
+    for key, latency in space.latency.items():
+        if latency is not None and latency > 0:
+            latencies.append(latency)
+            rows.append(json.loads(key))
+    names = set.intersection(*(set(r) for r in rows)) if rows else set()
+    return SpaceColumns(
+        latency=np.asarray(latencies, dtype=np.float64),
+        values={n: np.asarray([str(r[n]) for r in rows], dtype=str) for n in sorted(names)},
+    )
+
+
+def _effect(lesson: SettingLesson, columns: SpaceColumns) -> float | None:
+    values = columns.values.get(lesson.param)
+    if values is None or not len(values):
+        return None
+    carries = values == str(lesson.value)
+    following = columns.latency[carries if lesson.prefer else ~carries]
+    if not len(following) or len(following) == len(values):
+        return None
+    return math.tanh(math.log(float(np.median(columns.latency)) / float(np.median(following))))
+
+
+def setting_effect(lesson: SettingLesson, space: SearchSpace) -> float | None:
+    """tanh(ln(median of the space / median of the configurations following the lesson)).
+
+    Over the space's timed configurations; following a "prefer" lesson is carrying the
+    setting, following an "avoid" one is not carrying it (values compared as text, so 1 and
+    "1" are one setting). None when the space lacks the parameter or when every or no timed
+    configuration follows the lesson (the effect is not observable there).
+    """
+    return _effect(lesson, space_columns(space))
+
+
+def setting_effects(
+    lessons: Sequence[SettingLesson],
+    spaces: Iterable[RecordedSpace],
+    cache: dict[str, SpaceColumns] | None = None,
+) -> dict[str, dict[str, float]]:
+    """lesson id -> chip -> mean `setting_effect` over that chip's spaces of the lesson's op.
+
+    `cache` (trajectory id -> columns) keeps each space's columns across calls: recorded spaces
+    never change once stored.
+    """
+    cache = {} if cache is None else cache
+    wanted = {lesson.op for lesson in lessons}
+    by_op: dict[str, list[tuple[str, SpaceColumns]]] = {}
+    for space in spaces:
+        if space.op in wanted:
+            if space.trajectory_id not in cache:
+                cache[space.trajectory_id] = space_columns(space.space)
+            by_op.setdefault(space.op, []).append((space.chip, cache[space.trajectory_id]))
+    out: dict[str, dict[str, float]] = {}
+    for lesson in lessons:
+        sums: dict[str, list[float]] = {}
+        for chip, columns in by_op.get(lesson.op, []):
+            effect = _effect(lesson, columns)
+            if effect is not None:
+                sums.setdefault(chip, []).append(effect)
+        if sums:
+            out[lesson.lesson_id] = {chip: sum(v) / len(v) for chip, v in sums.items()}
+    return out

@@ -6,7 +6,8 @@ Order of preference for the next configuration:
    in the draft stage, where feasibility is the goal, same-backend ones before transferred ones;
    once something works, only lessons the service ranks above its pool's average, and none
    from a source chip whose configurations already ran poorly here;
-2. a parameter preference of such a lesson applied to the best configuration so far;
+2. a parameter preference of such a lesson applied to the best configuration so far, in the
+   service's rank order (its learned value is part of that order);
 3. local search: moves of one parameter around the best configurations so far, to an adjacent
    value or to a value that remembered exemplars use; moves that follow remembered preferences
    and exemplars first, moves to values that went badly in this run's own attempts last;
@@ -173,7 +174,7 @@ class StructuredProposer(Proposer):
                 assert config is not None
                 return Proposal(config, (lesson.id,), f"exemplar:{lesson.id}", lesson.text[:120])
         if base is not None:
-            for lesson, param, value, _ in sorted(now.prefer, key=lambda p: -p[3]):
+            for lesson, param, value, _ in sorted(now.prefer, key=lambda p: -p[0].score):
                 if lesson.score > 0 and param in space and _snap(value, space[param]) is not None:
                     config = {**base, param: _snap(value, space[param])}
                     if fresh(config):

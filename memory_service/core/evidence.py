@@ -1,5 +1,6 @@
 """Evidence behind generalised values, loaded from the store: recorded search spaces (stored
-trajectories), configuration lessons and their reaches, and lessons' per-chip outcome statistics.
+trajectories), configuration lessons and their reaches, parameter-setting lessons and their
+recorded effects, and lessons' per-chip outcome statistics.
 
 Recorded spaces never change once stored, so each is read once per process; the reaches of the
 configuration lessons are recomputed only when the lessons or the spaces change (a cheap
@@ -28,8 +29,11 @@ from retrieval.generalised import (
 from retrieval.recorded import (
     ConfigLesson,
     RecordedSpace,
+    SettingLesson,
     SourceReach,
+    SpaceColumns,
     lesson_reaches,
+    setting_effects,
     source_reaches,
 )
 from retrieval.transfer import SearchSpace, config_key
@@ -44,6 +48,7 @@ class _Reaches:
     lessons: dict[str, ConfigLesson]
     reaches: dict[str, dict[str, float]]
     pooled: dict[str, dict[str, SourceReach]]
+    effects: dict[str, dict[str, float]]
 
 
 def _load_space(session: Session, trajectory_id: str, chip: str, op: str) -> RecordedSpace | None:
@@ -81,6 +86,7 @@ class Evidence:
         self._lock = threading.Lock()
         self._spaces: dict[str, RecordedSpace | None] = {}
         self._reaches: dict[str, _Reaches] = {}
+        self._columns: dict[str, SpaceColumns] = {}
 
     def spaces(self, session: Session, tenant: str) -> list[RecordedSpace]:
         """Every stored trajectory of the tenant with a feasible timed attempt, as a space."""
@@ -123,6 +129,7 @@ class Evidence:
         if cached is not None and cached.signature == signature:
             return cached
         lessons: dict[str, ConfigLesson] = {}
+        settings: list[SettingLesson] = []
         if ops:
             for lesson_id, op, chips, hint in session.execute(
                 sa_select(
@@ -133,14 +140,28 @@ class Evidence:
                     col(Lesson.status) == "active",
                 )
             ):
-                config = (hint or {}).get("config")
+                hint = hint or {}
+                config = hint.get("config")
+                source = next((c for c in chips.split(",") if c), None)
                 if isinstance(config, dict) and config:
-                    source = next((c for c in chips.split(",") if c), None)
                     lessons[lesson_id] = ConfigLesson(lesson_id, source, op, config)
+                elif "param" in hint and "value" in hint:
+                    prefer = hint.get("effect", "prefer") == "prefer"
+                    settings.append(
+                        SettingLesson(
+                            lesson_id, source, op, str(hint["param"]), hint["value"], prefer
+                        )
+                    )
         reaches = lesson_reaches(lessons.values(), spaces)
-        built = _Reaches(signature, lessons, reaches, source_reaches(lessons.values(), reaches))
+        with self._lock:
+            columns = dict(self._columns)
+        effects = setting_effects(settings, spaces, columns)
+        built = _Reaches(
+            signature, lessons, reaches, source_reaches(lessons.values(), reaches), effects
+        )
         with self._lock:
             self._reaches[tenant] = built
+            self._columns.update(columns)
         return built
 
     def estimates(
@@ -172,6 +193,7 @@ class Evidence:
         chips = {target}
         for lid in lesson_ids:
             chips |= set(stats[lid]) | set(evidence.reaches.get(lid, {}))
+            chips |= set(evidence.effects.get(lid, {}))
             source = sources[lid]
             if source:
                 chips |= set(evidence.pooled.get(source, {}))
@@ -194,5 +216,6 @@ class Evidence:
                 prior=prior,
                 settings=settings,
                 source=source,
+                effects=evidence.effects.get(lid),
             )
         return out

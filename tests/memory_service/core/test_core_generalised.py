@@ -109,3 +109,35 @@ def test_the_default_ranking_is_generalised(make_service) -> None:
     assert response.settings["values"] == "generalised"
     assert response.settings["value_floor"] == 0.1
     assert any("recorded:chip:a100" in x.breakdown.value_terms for x in response.lessons)
+
+
+def _setting(param: str, value: int, effect: str, chip: str) -> LessonCreate:
+    return LessonCreate(
+        kind="insight",
+        text=f"synthconv on {chip}: {effect} {param}={value}",
+        hint={"param": param, "value": value, "effect": effect},
+        applicability={"op": "synthconv", "chips": [chip], "backends": ["cuda"]},
+    )
+
+
+def test_setting_lessons_are_valued_by_their_recorded_effect(make_service) -> None:
+    service = make_service(index="memory")
+    service.ingest([_trajectory("a100", 128), _trajectory("a4000", 128)])
+    service.add_lessons(
+        [
+            _setting("bx", 128, "prefer", "a100"),  # holds on both recorded chips
+            _setting("bx", 16, "prefer", "a100"),  # the slowest value on both
+            _setting("bx", 16, "avoid", "a4000"),  # right on both
+        ]
+    )
+    lessons = {
+        (x.hint["value"], x.hint["effect"]): x
+        for x in _retrieve(service, "rtx-3090", "generalised").lessons
+        if (x.hint or {}).get("param") == "bx"
+    }
+    good, bad, avoid = lessons[(128, "prefer")], lessons[(16, "prefer")], lessons[(16, "avoid")]
+    for lesson in (good, bad, avoid):
+        assert {"effect:chip:a100", "effect:chip:a4000"} <= set(lesson.breakdown.value_terms)
+    assert good.breakdown.value > 0 > bad.breakdown.value
+    assert avoid.breakdown.value > 0
+    assert good.breakdown.value > avoid.breakdown.value  # bx=128 is fastest, bx!=16 only faster
