@@ -141,3 +141,24 @@ def test_setting_lessons_are_valued_by_their_recorded_effect(make_service) -> No
     assert good.breakdown.value > 0 > bad.breakdown.value
     assert avoid.breakdown.value > 0
     assert good.breakdown.value > avoid.breakdown.value  # bx=128 is fastest, bx!=16 only faster
+
+    # An outcome crediting the setting on the target adds an own term; rebuild reproduces it.
+    retrieval = _retrieve(service, "rtx-3090", "generalised", stage="refine")
+    service.report(
+        ReportRequest(
+            retrieval_id=retrieval.retrieval_id,
+            used=[good.id],
+            outcome=OutcomeIn(compiled=True, correct=True, latency_ms=1.0, best_before_ms=2.0),
+        )
+    )
+
+    def refine_values() -> dict:
+        return {
+            x.id: (x.breakdown.value, x.breakdown.value_terms)
+            for x in _retrieve(service, "rtx-3090", "generalised", stage="refine").lessons
+        }
+
+    live = refine_values()
+    assert "chip:rtx-3090" in live[good.id][1]
+    assert service.rebuild_values() >= 1
+    assert refine_values() == live
