@@ -24,3 +24,60 @@ def test_credited_keeps_the_proposal_first_and_each_id_once() -> None:
     assert credited(["ex"], LESSONS, {"a": 1, "b": 4}) == ["ex", "pa", "pb"]
     assert credited(["pa"], LESSONS, {"a": 1, "b": 2}) == ["pa"]
     assert credited([], LESSONS, {"a": 3, "b": 3}) == []
+
+
+class _RecordingClient:
+    """A SYNTHETIC memory answering every retrieve with the same three lessons."""
+
+    def __init__(self, lessons: list) -> None:
+        self.lessons = lessons
+        self.reports: list[list[str]] = []
+
+    def retrieve(self, **_: object):
+        from agent_client.models import Retrieval
+
+        return Retrieval(retrieval_id=f"r{len(self.reports)}", lessons=self.lessons)
+
+    def report(self, retrieval_id: str, outcome: object, *, used: list[str], **_: object):
+        from agent_client.models import OutcomeReceipt
+
+        self.reports.append(list(used))
+        return OutcomeReceipt(rewards={lid: 1.0 for lid in used}, values={})
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_agent_reports_the_carried_setting_beside_the_exemplar() -> None:
+    from agent_client.models import RetrievedLesson
+    from agent_client.proposers import create_proposer
+    from agent_client.run import run_graph
+    from ingest.samples import TARGETS_DIR
+    from kernels.runners.replay import ReplayRunner
+
+    runner = ReplayRunner(TARGETS_DIR / "convolution" / "W6600.json.gz")
+    space = runner.parameter_space()
+    config = {name: values[0] for name, values in space.items()}
+    other = space["block_size_x"][1]
+    lessons = [
+        RetrievedLesson("ex", "exemplar", "try this", hint={"config": config}, score=1.0),
+        RetrievedLesson(
+            "carried",
+            "insight",
+            "prefer",
+            hint={"param": "block_size_x", "value": config["block_size_x"], "effect": "prefer"},
+            score=0.5,
+        ),
+        RetrievedLesson(
+            "not-carried",
+            "insight",
+            "prefer",
+            hint={"param": "block_size_x", "value": other, "effect": "prefer"},
+            score=0.4,
+        ),
+    ]
+    client = _RecordingClient(lessons)
+    result = run_graph(runner, create_proposer("structured"), client, 1)  # type: ignore[arg-type]
+    assert client.reports == [["ex", "carried"]]
+    assert result.attempts[0]["used"] == ["ex"]  # the proposal's own credit is kept apart
+    assert set(result.attempts[0]["rewards"]) == {"ex", "carried"}
