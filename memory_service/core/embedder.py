@@ -107,6 +107,8 @@ def bundled_model_path() -> Path:
 
 
 SHARED_PASS_MIN_TOKENS = 16  # shorter texts always run on one torch thread (see MiniLMEmbedder)
+BATCH_MIN_TOKENS = 16  # shorter texts always run one per pass
+PASS_TOKENS = 1024  # tokens in one pass of same-length texts (ingest)
 
 
 class MiniLMEmbedder(Embedder):
@@ -153,9 +155,12 @@ class MiniLMEmbedder(Embedder):
     def fingerprint(self) -> str:
         return self._fingerprint
 
-    def _encode_one(self, text: str, most: int | None = None) -> np.ndarray:
+    def _features(self, text: str) -> dict:
         with self._tokenizer_lock:
-            features = self._prepare([text])
+            return self._prepare([text])
+
+    def _pass(self, features: dict, most: int | None = None) -> np.ndarray:
+        """One forward pass over texts of one token length; their unit vectors."""
         if features["input_ids"].shape[1] < SHARED_PASS_MIN_TOKENS:
             most = 1  # short texts: MKL splits these small products by thread count
         threads = self._cores.take(most)
@@ -167,22 +172,49 @@ class MiniLMEmbedder(Embedder):
                 unit = self._torch.nn.functional.normalize(pooled, p=2, dim=1)
         finally:
             self._cores.give(threads)
-        return unit[0].numpy().astype(np.float32, copy=False)
+        return unit.numpy().astype(np.float32, copy=False)
+
+    def _encode_one(self, text: str, most: int | None = None) -> np.ndarray:
+        return self._pass(self._features(text), most)[0]
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        if len(texts) == 1 or self._workers == 1:
-            for i, text in enumerate(texts):
-                out[i] = self._encode_one(text)
+        if len(texts) == 1:
+            out[0] = self._encode_one(texts[0])
             return out
         from concurrent.futures import ThreadPoolExecutor
 
-        # Many texts: one core per pass, passes side by side (two one-thread passes embed more
-        # texts a second than one two-thread pass at a time).
-        with ThreadPoolExecutor(max_workers=min(self._workers, len(texts))) as pool:
-            for i, vector in enumerate(pool.map(lambda t: self._encode_one(t, 1), texts)):
-                out[i] = vector
+        # Many texts: texts of one token length share a pass (no padding, so the same bits
+        # as alone); one core per pass, passes side by side (two one-thread passes embed more
+        # texts a second than one two-thread pass at a time); longest first.
+        groups = self._same_length_groups([self._features(t) for t in texts])
+        with ThreadPoolExecutor(max_workers=max(1, min(self._workers, len(groups)))) as pool:
+            done = pool.map(lambda g: (g[0], self._pass(g[1], 1)), groups)
+            for rows, vectors in done:
+                out[rows] = vectors
         return out
+
+    def _same_length_groups(self, features: list[dict]) -> list[tuple[list[int], dict]]:
+        """(rows, stacked features) per pass: rows of one token length, a bounded number of
+        tokens a pass, longest texts first; texts under BATCH_MIN_TOKENS pass alone."""
+        by_length: dict[int, list[int]] = {}
+        for row, f in enumerate(features):
+            by_length.setdefault(int(f["input_ids"].shape[1]), []).append(row)
+        groups = []
+        for length in sorted(by_length, reverse=True):
+            rows = by_length[length]
+            size = max(1, PASS_TOKENS // length) if length >= BATCH_MIN_TOKENS else 1
+            for start in range(0, len(rows), size):
+                part = rows[start : start + size]
+                first = features[part[0]]
+                stacked = {
+                    key: self._torch.cat([features[r][key] for r in part])
+                    if self._torch.is_tensor(value)
+                    else value
+                    for key, value in first.items()
+                }
+                groups.append((part, stacked))
+        return groups
 
 
 class _Cores:

@@ -27,8 +27,23 @@ def _texts(count: int, seed: int) -> list[str]:
     return texts
 
 
+def _same_length_texts(lengths: tuple[int, ...], each: int, seed: int) -> list[str]:
+    """`each` different texts per token count: single letters are one token apiece."""
+    rng = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return [" ".join(rng.choices(letters, k=n - 2)) for n in lengths for _ in range(each)]
+
+
 def test_minilm_batches_equal_single_text_embeddings_bit_for_bit(embedder) -> None:
-    texts = _texts(40, seed=11)
+    # Mixed lengths, and texts of one length, which an ingest embeds in one pass.
+    from memory_service.core.embedder import PASS_TOKENS
+
+    lengths = (20, 64, 131, 256)
+    same = _same_length_texts(lengths, each=5, seed=3)
+    groups = embedder.inner._same_length_groups([embedder.inner._features(t) for t in same])
+    passes = sum(-(-5 // max(1, PASS_TOKENS // n)) for n in lengths)
+    assert len(groups) == passes < len(same)  # texts of one length share passes
+    texts = _texts(40, seed=11) + same
     batch = embedder.embed_documents(texts)
     alone = np.stack([embedder.inner.embed([t])[0] for t in texts])
     assert batch.dtype == np.float32 and batch.shape == (len(texts), embedder.dim)
