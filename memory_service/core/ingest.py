@@ -12,34 +12,18 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
 
-from pydantic import ValidationError
+import numpy as np
 from sqlalchemy import JSON
 from sqlmodel import Session, col, select
 
-from ingest.distill import distill
 from ingest.records import RejectedRecord, TrajectoryRecord, stable_hash
+from memory_service.core.ingest_ahead import DISTILL_ERRORS, EmbedAhead, Prepared, _lessons_of
 from memory_service.core.lessons import Lessons
 from memory_service.core.models import IngestSummary, LessonCreate
 from memory_service.core.schema import Attempt, Trajectory
 from memory_service.core.store import Store
 
 MAX_ATTEMPTS_PER_BATCH = 50_000
-
-
-def _lessons_of(record: TrajectoryRecord) -> list[LessonCreate]:
-    lessons = []
-    for draft in distill(record):
-        lessons.append(
-            LessonCreate(
-                kind=draft.kind,  # type: ignore[arg-type]
-                text=draft.text,
-                hint=draft.hint,
-                code=draft.code,
-                applicability=draft.applicability,  # type: ignore[arg-type]
-                provenance=draft.provenance,
-            )
-        )
-    return lessons
 
 
 def stored_id(record: TrajectoryRecord, tenant: str) -> str:
@@ -118,10 +102,12 @@ def _insert_attempts(session: Session, rows: list[dict]) -> None:
 def _store_batch(
     store: Store,
     lessons_part: Lessons,
-    batch: list[TrajectoryRecord],
+    prepared: Prepared,
+    vectors: dict[str, np.ndarray],
     tenant: str,
     summary: IngestSummary,
 ) -> None:
+    batch = prepared.batch
     ids = {record.id: stored_id(record, tenant) for record in batch}
     with store.session() as session:
         existing = set(
@@ -137,15 +123,19 @@ def _store_batch(
             if ids[record.id] in existing:
                 summary.skipped += 1
                 continue
-            try:
-                drafted = _lessons_of(record)
-            except (ValidationError, ValueError, KeyError, TypeError) as exc:
+            drafted = prepared.drafted.get(record.id)
+            if drafted is None:  # stored when the batch was prepared, since gone: distil now
+                try:
+                    drafted = _lessons_of(record)
+                except DISTILL_ERRORS as exc:
+                    drafted = exc
+            if isinstance(drafted, Exception):
                 summary.rejected += 1
                 summary.rejects.append(
                     {
                         "path": record.source,
                         "position": "trajectory",
-                        "reason": f"distillation: {exc}",
+                        "reason": f"distillation: {drafted}",
                     }
                 )
                 continue
@@ -162,7 +152,9 @@ def _store_batch(
         if attempts:
             _insert_attempts(session, attempts)
         created = (
-            lessons_part.add_lessons(lessons, tenant=tenant, session=session) if lessons else None
+            lessons_part.add_lessons(lessons, tenant=tenant, session=session, vectors=vectors)
+            if lessons
+            else None
         )
         session.commit()
     summary.added += len(fresh)
@@ -193,27 +185,53 @@ def ingest_records(
     """
     summary = IngestSummary()
     unknown: set[str] = set()
-    batch: list[TrajectoryRecord] = []
-    batch_attempts = 0
-    with store.write_lock:
-        for record in records:
-            if progress:
-                progress(record)
-            if isinstance(record, RejectedRecord):
-                summary.rejected += 1
-                summary.rejects.append(
-                    {"path": record.path, "position": record.position, "reason": record.reason}
-                )
-                continue
-            summary.read += 1
-            if record.context.chip.startswith("unknown:"):
-                unknown.add(record.context.chip_raw or record.context.chip)
-            batch.append(record)
-            batch_attempts += len(record.attempts)
-            if len(batch) >= batch_size or batch_attempts >= MAX_ATTEMPTS_PER_BATCH:
-                _store_batch(store, lessons_part, batch, tenant, summary)
-                batch, batch_attempts = [], 0
+    ahead = EmbedAhead(store, lessons_part, tenant)
+    waiting: list[Prepared] = []  # the batch prepared last, stored once the next is prepared
+
+    def store_next(batch: list[TrajectoryRecord] | None) -> None:
         if batch:
-            _store_batch(store, lessons_part, batch, tenant, summary)
+            ids = {record.id: stored_id(record, tenant) for record in batch}
+            waiting.append(ahead.prepare(batch, ids))
+        if len(waiting) > (1 if batch else 0):
+            prepared = waiting.pop(0)
+            _store_batch(store, lessons_part, prepared, ahead.vectors(prepared), tenant, summary)
+
+    with store.write_lock:
+        try:
+            _read_into_batches(records, summary, unknown, batch_size, progress, store_next)
+            store_next(None)
+        finally:
+            ahead.close()
     summary.unknown_chips = sorted(unknown)
     return summary
+
+
+def _read_into_batches(
+    records: Iterable[TrajectoryRecord | RejectedRecord],
+    summary: IngestSummary,
+    unknown: set[str],
+    batch_size: int,
+    progress: Callable[[TrajectoryRecord | RejectedRecord], None] | None,
+    store_next: Callable[[list[TrajectoryRecord] | None], None],
+) -> None:
+    batch: list[TrajectoryRecord] = []
+    batch_attempts = 0
+    for record in records:
+        if progress:
+            progress(record)
+        if isinstance(record, RejectedRecord):
+            summary.rejected += 1
+            summary.rejects.append(
+                {"path": record.path, "position": record.position, "reason": record.reason}
+            )
+            continue
+        summary.read += 1
+        if record.context.chip.startswith("unknown:"):
+            unknown.add(record.context.chip_raw or record.context.chip)
+        batch.append(record)
+        batch_attempts += len(record.attempts)
+        if len(batch) >= batch_size or batch_attempts >= MAX_ATTEMPTS_PER_BATCH:
+            store_next(batch)
+            batch, batch_attempts = [], 0
+    if batch:
+        store_next(batch)

@@ -6,6 +6,7 @@ Given the store, the vector index, the embedder and the settings it needs; the f
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -66,14 +67,21 @@ class Lessons:
         tenant: str | None = None,
         creator: str | None = None,
         session: Session | None = None,
+        vectors: Mapping[str, np.ndarray] | None = None,
     ) -> LessonsCreated:
-        """Add lessons; exact duplicates and near-duplicates merge into the existing lesson."""
+        """Add lessons; exact duplicates and near-duplicates merge into the existing lesson.
+
+        `vectors`: embeddings already computed by this service's embedder, by embedding text
+        (an ingest embeds its next batch ahead); the other texts are embedded here.
+        """
         tenant = tenant or self.settings.tenant
         with self.store.write_lock:
             own = session is None
             session = session or self.store.session()
             try:
-                result, new_rows, vectors = self._prepare_lessons(session, lessons, tenant, creator)
+                result, new_rows, matrix = self._prepare_lessons(
+                    session, lessons, tenant, creator, vectors or {}
+                )
                 for row in new_rows:
                     session.add(row)
                 session.flush()
@@ -81,7 +89,7 @@ class Lessons:
                 # missing from the index (repaired on start), never an entry without a lesson.
                 pending = (
                     [r.id for r in new_rows],
-                    vectors,
+                    matrix,
                     [lesson_rows.index_metadata(r) for r in new_rows],
                 )
                 if own:
@@ -115,7 +123,12 @@ class Lessons:
             log.exception("index write failed after commit; %d lessons await repair", len(ids))
 
     def _prepare_lessons(
-        self, session: Session, lessons: list[LessonCreate], tenant: str, creator: str | None
+        self,
+        session: Session,
+        lessons: list[LessonCreate],
+        tenant: str,
+        creator: str | None,
+        known: Mapping[str, np.ndarray],
     ) -> tuple[LessonsCreated, list[Lesson], np.ndarray]:
         digests = [lesson_rows.content_hash(lesson) for lesson in lessons]
         existing = {
@@ -132,12 +145,15 @@ class Lessons:
         ]
         # Only lessons whose content is not stored yet need an embedding (the costly part).
         fresh = [i for i, d in enumerate(digests) if d not in existing]
-        fresh_vectors = self.embedder.embed_documents(
-            [
-                lesson_rows.embedding_text(rows[i].kind, rows[i].text, rows[i].applicability)
-                for i in fresh
-            ]
-        )
+        texts = [
+            lesson_rows.embedding_text(rows[i].kind, rows[i].text, rows[i].applicability)
+            for i in fresh
+        ]
+        missing = list(dict.fromkeys(t for t in texts if t not in known))
+        computed = dict(zip(missing, self.embedder.embed_documents(missing), strict=True))
+        fresh_vectors = np.array(
+            [known[t] if t in known else computed[t] for t in texts], dtype=np.float32
+        ).reshape(len(texts), self.embedder.dim)
         vector_of = dict(zip(fresh, fresh_vectors, strict=True))
         # Nearest stored lessons of every fresh one in one index call (near-duplicate check).
         hits_of = dict(zip(fresh, self.index.query_many(fresh_vectors, 3, tenant), strict=True))
