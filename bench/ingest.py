@@ -44,8 +44,8 @@ def run_ingest_bench(data: Path, out: Path, index: str, embedder: list[str]) -> 
     md = (
         f"# Ingest benchmark\n\nMachine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB; "
         f"index {index}; {len(sources)} source files; load average (1 min) before and after: "
-        f"{load[0]} → {load[1]} (the machine is "
-        f"shared with other work). Command: `{result['command']}`\n\n"
+        f"{load[0]} → {load[1]} (the machine may be shared with other work). "
+        f"Command: `{result['command']}`\n\n"
         "Embedding cache: `cold` starts empty; `warm` is another empty store sharing the cold "
         "run's cache of lesson embeddings (by model and text hash, bit-identical vectors).\n\n"
         "| embedder | cache (hits) | trajectories | attempts | lessons (merged) | seconds "

@@ -63,9 +63,9 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         "# Service benchmark",
         "",
-        f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB; **shared**: other "
-        "work (other developers' test suites) ran on the same two cores during these runs, so "
-        "the load average before and after each run is listed beside it. "
+        f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB. The machine may be "
+        "shared with other work, so the load average before and after each run is listed "
+        "beside it (a quiet machine with this bench running shows about 1-2.5). "
         f"Command: `{result['command']}` (code {result.get('code_version')}).",
         "",
         f"Data: {result['synthetic']} Embedder: {result['settings']['embedder']}"
