@@ -194,7 +194,6 @@ def run_service_bench(
     value_fraction: float = 0.25,
     name: str = "service",
     command: str | None = None,
-    switch_interval_ms: float | None = None,
 ) -> dict[str, Any]:
     """Measure the embedded store at each size and, given both server URLs, the server mode.
 
@@ -220,7 +219,6 @@ def run_service_bench(
         value_fraction: share of lessons with synthetic LessonValue rows.
         name: file stem of the results.
         command: the command line to record (default: rebuilt from the arguments).
-        switch_interval_ms: the server's thread switch interval (default: the service's).
 
     Returns:
         The result document (also written when `out` is given).
@@ -239,9 +237,7 @@ def run_service_bench(
     with tempfile.TemporaryDirectory(prefix="tunemem-bench-service-") as tmp:
         workdir = Path(tmp)
         cache = str(embedding_cache or workdir / "embedding-cache.sqlite")
-        common: dict[str, Any] = dict(embedder=embedder, embedding_cache=cache)
-        if switch_interval_ms is not None:
-            common["switch_interval_ms"] = switch_interval_ms
+        common = dict(embedder=embedder, embedding_cache=cache)
         if embedded:
             for size in sizes:
                 settings = dict(common, data_dir=str(workdir / f"store-{size}"), index="chroma")
@@ -364,9 +360,6 @@ def bench_service(
     out: Annotated[Path, typer.Option(help="results folder")] = Path("bench/results"),
     name: Annotated[str, typer.Option(help="results file stem")] = "service",
     seed: Annotated[int, typer.Option()] = 0,
-    switch_interval_ms: Annotated[
-        float | None, typer.Option(help="the server's thread switch interval, ms")
-    ] = None,
 ) -> None:
     """Retrieve/report latency (p50/p95/p99), throughput and memory of a served store,
     driven from separate processes, beside the floor (bare embedding + index query)."""
@@ -388,7 +381,6 @@ def bench_service(
         embedded=embedded,
         seed=seed,
         name=name,
-        switch_interval_ms=switch_interval_ms,
         command="tunemem bench service " + " ".join(sys.argv[3:])
         if sys.argv[1:3] == ["bench", "service"]
         else None,

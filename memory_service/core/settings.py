@@ -38,11 +38,6 @@ class Settings(BaseSettings):
         description="most torch threads of a MiniLM pass that runs alone (passes that overlap "
         "take one each); 0: every core",
     )
-    switch_interval_ms: float = Field(
-        5.0,
-        gt=0,
-        description="the server's Python thread switch interval (sys.setswitchinterval), ms",
-    )
     embedding_cache: str = Field(
         "auto",
         description="file of lesson embeddings by content hash, reused across runs and stores; "

@@ -6,7 +6,6 @@ nothing because the service validates before it writes and writes in one transac
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Annotated, Any
 
@@ -79,9 +78,6 @@ def create_app(service: MemoryService) -> FastAPI:
     )
     install_offline_docs(app)
     app.state.service = service
-    # A thread back from a torch call waits for the interpreter lock up to the switch interval
-    # while request threads run Python; MiniLM passes make hundreds of such calls.
-    sys.setswitchinterval(service.settings.switch_interval_ms / 1000)
     rate = service.settings.write_rate_per_minute
     app.state.write_quota = WriteQuota(rate) if rate > 0 else None
     registry = CollectorRegistry()
