@@ -51,6 +51,9 @@ def serve(
             seed_samples(open_local(data_dir))
         if data_dir is not None:  # each worker builds its settings from the environment
             os.environ["TUNEMEM_DATA_DIR"] = str(data_dir)
+        # Workers share the cores: a worker's lone MiniLM pass takes its share, not all.
+        share = max(1, (os.cpu_count() or 1) // workers)
+        os.environ.setdefault("TUNEMEM_EMBED_THREADS", str(share))
         err.print(f"tunemem serving on http://{host}:{port} ({workers} workers, server mode)")
         uvicorn.run(
             "memory_service.http.app:app_from_environment",
