@@ -18,7 +18,10 @@ value also draws on (DESIGN section 5):
 
 How alike two chips are starts from their descriptors (`platforms.similarity`) and moves
 towards how well their recorded reaches have agreed (rank correlation over lessons recorded on
-both), as that evidence accumulates.
+both), as that evidence accumulates; it never falls below `affinity_floor`, so every recorded
+chip keeps a small say: a configuration that does well on many unlike chips is robust, and on
+the development data that robustness carried over where neither descriptors nor agreement
+pointed to any one chip.
 
 The value is a weighted mean: V = sum_i w_i v_i / sum_i w_i over the terms i = the neutral
 prior (Q0, kappa), own outcomes on the target chip (Q, n), each neighbour and recorded chip,
@@ -50,6 +53,7 @@ class GeneralisedSettings:
     outcome_weight: float = 1.0  # one reported outcome on a chip exactly like the target
     source_weight: float = 2.0  # the most a source prior can weigh
     affinity_kappa: float = 5.0  # common lessons at which agreement weighs as much as descriptors
+    affinity_floor: float = 0.0  # the least weight any other chip's evidence gets
 
 
 def chip_affinity(
@@ -186,15 +190,16 @@ def affinities(
     settings: GeneralisedSettings,
     descriptor: Callable[[str, str], float] = chip_similarity,
 ) -> dict[str, float]:
-    """chip -> affinity to the target (`chip_affinity` of descriptors and recorded agreement);
-    the target itself is 1."""
+    """chip -> affinity to the target (`chip_affinity` of descriptors and recorded agreement,
+    at least `settings.affinity_floor`); the target itself is 1."""
     out = {}
     for chip in chips:
         if chip == target:
             out[chip] = 1.0
             continue
         rho, n_common = chip_agreement(reaches, chip, target)
-        out[chip] = chip_affinity(descriptor(chip, target), rho, n_common, settings.affinity_kappa)
+        affinity = chip_affinity(descriptor(chip, target), rho, n_common, settings.affinity_kappa)
+        out[chip] = max(affinity, settings.affinity_floor)
     return out
 
 

@@ -34,6 +34,8 @@ class RankingSettings:
     # The smallest spread of values that z(V) standardises by: differences of values far
     # below the reward scale are not stretched into a full standard deviation.
     value_floor: float = 0.0
+    # generalised values: the least affinity any other chip's evidence is weighted by.
+    affinity_floor: float = 0.0
 
 
 def recall_size(settings: RankingSettings, memory_size: int) -> int:

@@ -138,7 +138,9 @@ class LearningLoop:
             if toolchains:
                 estimates = toolchains.estimates(ranking)
             elif ranking.values == "generalised" and chip:
-                settings = GeneralisedSettings(q0=ranking.q0, kappa=ranking.kappa)
+                settings = GeneralisedSettings(
+                    q0=ranking.q0, kappa=ranking.kappa, affinity_floor=ranking.affinity_floor
+                )
                 estimates = self.evidence.estimates(
                     session, tenant, ids, request.stage, chip, settings
                 )

@@ -231,6 +231,12 @@ class RetrieveOptions(BaseModel):
     value_floor: Number | None = Field(
         None, ge=0.0, le=2.0, description="smallest spread z(value) standardises by"
     )
+    affinity_floor: Number | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description="generalised values: the least weight any other chip's evidence gets",
+    )
 
 
 class RetrieveRequest(BaseModel):

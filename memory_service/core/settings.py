@@ -67,6 +67,12 @@ class Settings(BaseSettings):
     value_floor: float = Field(
         0.1, ge=0.0, le=2.0, description="smallest spread z(value) standardises by"
     )
+    affinity_floor: float = Field(
+        0.1,
+        ge=0.0,
+        le=1.0,
+        description="generalised values: the least weight any other chip's evidence gets",
+    )
 
     # Values (DESIGN sections 4 and 5).
     alpha: float = Field(0.3, gt=0.0, le=1.0, description="value learning rate")
@@ -112,6 +118,7 @@ class Settings(BaseSettings):
             "backoff": self.backoff,
             "values": self.values,
             "value_floor": self.value_floor,
+            "affinity_floor": self.affinity_floor,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return RankingSettings(**values)  # type: ignore[arg-type]  # knobs of mixed types

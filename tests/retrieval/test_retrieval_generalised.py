@@ -132,3 +132,14 @@ def test_affinities_use_agreement_where_recorded() -> None:
     out = affinities("t", ["t", "x", "w"], reaches, SETTINGS, descriptor=lambda a, b: 0.1)
     assert out["t"] == 1.0 and out["w"] == 0.1
     assert out["x"] == pytest.approx((3 * 1.0 + 5 * 0.1) / 8)
+
+
+def test_affinity_floor_gives_every_other_chip_a_least_weight() -> None:
+    reaches = {"l1": {"x": 1.0, "t": 0.0}, "l2": {"x": 0.0, "t": 1.0}, "l3": {"x": 0.5, "t": 0.5}}
+    floored = GeneralisedSettings(affinity_floor=0.1)
+    out = affinities("t", ["t", "x", "w"], reaches, floored, descriptor=lambda a, b: 0.01)
+    # x disagrees with t (rho -1, counted as 0): (3*0 + 5*0.01)/8 = 0.00625, floored to 0.1;
+    # w has no common lessons: its descriptor 0.01, floored; the target stays 1
+    assert out == pytest.approx({"t": 1.0, "x": 0.1, "w": 0.1})
+    high = affinities("t", ["w"], {}, floored, descriptor=lambda a, b: 0.4)
+    assert high == pytest.approx({"w": 0.4})  # above the floor: unchanged
