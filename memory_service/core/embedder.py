@@ -5,8 +5,9 @@ downloaded (HF_HUB_OFFLINE is forced). The hashing embedder is a dependency-free
 for environments without the model; it captures word overlap only.
 
 Every embedder gives a text the same vector, bit for bit, whether it is embedded alone (a
-query) or among many (an ingest batch): MiniLM runs one text per forward pass, since padding
-texts to a batch's length is what changes the last bits. `fingerprint` names the
+query) or among many (an ingest batch): MiniLM never pads, since padding texts to a batch's
+length is what changes the last bits; a pass holds one text, or texts of one token length
+(an ingest). `fingerprint` names the
 model and its weights, so vectors cached on disk (`embedding_cache`) are never taken from
 another model.
 """
@@ -112,10 +113,11 @@ PASS_TOKENS = 1024  # tokens in one pass of same-length texts (ingest)
 
 
 class MiniLMEmbedder(Embedder):
-    """all-MiniLM-L6-v2 on the CPU, one text per forward pass, on the machine's cores.
+    """all-MiniLM-L6-v2 on the CPU, never padded, on the machine's cores.
 
-    A batch pads its texts to one length, and padding changes a vector's last bits; one text
-    per pass makes a lesson's vector at ingest exactly its vector as a query. From
+    A batch pads its texts to one length, and padding changes a vector's last bits; a pass of
+    one text, or of texts of one token length, makes a lesson's vector at ingest exactly its
+    vector as a query. From
     `SHARED_PASS_MIN_TOKENS` tokens on, the torch thread count does not change the bits either
     (measured here: only texts of 5-11 tokens came out different on two threads), so passes
     share the cores (`_Cores`): a pass alone takes all of them (`threads`, 0: every core), and
