@@ -104,7 +104,7 @@ def run_stream(
         with MemoryClient(live.url) as client:
             position = 0
             ingested: list[Task] = []
-            for task, is_scored in stream:
+            for index, (task, is_scored) in enumerate(stream):
                 quality = ranking_quality(client, task, options) if is_scored else {}
                 if is_scored:
                     quality["best_in_memory"] = best_in_memory(task, ingested)
@@ -113,7 +113,9 @@ def run_stream(
                     create_proposer("structured"),
                     client,
                     budget,
-                    run_id=f"{task.name}-{arm}-{seed}",
+                    # unique per run: a stream may hold one (family, chip) twice (a GPU
+                    # re-tuned), and a repeated run id would repeat its idempotency keys
+                    run_id=f"{arm}-{seed}-{index}-{task.name}",
                     seed=seed,
                     k=k,
                     widen_k=widen_k,
