@@ -25,6 +25,7 @@ from memory_service.cli import (
     maintenance,
     mcp,
     serve,
+    suggest,
 )
 
 _option_type = typer.core.TyperOption.display_type_rich
@@ -70,6 +71,7 @@ def _main(
 app.command()(serve.serve)
 app.command()(learning.retrieve)
 app.command()(learning.report)
+app.command()(suggest.suggest)
 app.add_typer(lessons.lessons_app, name="lessons")
 app.add_typer(maintenance.values_app, name="values")
 app.command()(maintenance.reindex)
