@@ -36,7 +36,7 @@ def _flag_type(self: typer.core.TyperOption, ctx: typer.Context) -> str | None:
     return None if self.is_flag else _option_type(self, ctx)
 
 
-typer.core.TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign]
+typer.core.TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign,assignment]
 
 app = typer.Typer(
     help="tunemem: value-driven memory for kernel-tuning agents.", no_args_is_help=True
