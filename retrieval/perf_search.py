@@ -135,6 +135,7 @@ class _Keys:
         self, stored: list[ConfigKey], rows: npt.NDArray[np.int64], extra: list[ConfigKey]
     ):
         self.stored, self.rows, self.extra = stored, rows, extra
+        self._position: dict[ConfigKey, int] | None = None
 
     def __len__(self) -> int:
         return len(self.rows) + len(self.extra)
@@ -143,11 +144,11 @@ class _Keys:
         n = len(self.rows)
         return self.stored[int(self.rows[i])] if i < n else self.extra[i - n]
 
-    def index(self, key: ConfigKey) -> int:
-        for i in range(len(self)):
-            if self[i] == key:
-                return i
-        raise ValueError(key)
+    def locate(self, key: ConfigKey) -> int | None:
+        """The candidate position of a key, or None."""
+        if self._position is None:
+            self._position = {self[i]: i for i in range(len(self))}
+        return self._position.get(key)
 
 
 class Posterior:
@@ -253,10 +254,8 @@ class Posterior:
 
     def predict(self, key: ConfigKey) -> float | None:
         """The predicted ln latency of a candidate (None when it is not one)."""
-        try:
-            return float(self.mean[self.keys.index(key)])
-        except ValueError:
-            return None
+        i = self.keys.locate(key)
+        return None if i is None else float(self.mean[i])
 
     def drivers(self, i: int, top: int = 3) -> list[tuple[str, Any, float]]:
         """The parameters whose values in candidate i move the prediction most: the mean
