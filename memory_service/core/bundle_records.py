@@ -12,7 +12,7 @@ named by its line; the caller writes nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AwareDatetime,
@@ -48,6 +48,7 @@ class _Record(Inbound):
     # The store's own bookkeeping (tenant, row ids, denormalised filter columns) may be present
     # and is ignored: the importing tenant and the derived columns are set by the import.
     model_config = ConfigDict(extra="forbid")
+    _what: ClassVar[str] = "record"
 
     tenant: str | None = None
 

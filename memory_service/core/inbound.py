@@ -9,7 +9,7 @@ read would fail to serve, and no filter is cut short at a NUL.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, model_validator
 
@@ -19,10 +19,12 @@ from ingest.validate import strings_problem
 class Inbound(BaseModel):
     """A request model whose every string, however deeply nested, is storable text."""
 
+    _what: ClassVar[str] = "request"  # how messages name the whole input
+
     @model_validator(mode="before")
     @classmethod
     def _storable_text(cls, data: Any) -> Any:
-        problem = strings_problem(data, "request") if isinstance(data, dict) else None
+        problem = strings_problem(data, cls._what) if isinstance(data, dict) else None
         if problem:
             raise ValueError(problem)
         return data
