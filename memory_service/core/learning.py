@@ -139,7 +139,11 @@ class LearningLoop:
                 estimates = toolchains.estimates(ranking)
             elif ranking.values == "generalised" and chip:
                 settings = GeneralisedSettings(
-                    q0=ranking.q0, kappa=ranking.kappa, affinity_floor=ranking.affinity_floor
+                    q0=ranking.q0,
+                    kappa=ranking.kappa,
+                    affinity_floor=ranking.affinity_floor,
+                    claim_power=ranking.claim_power,
+                    claim_kappa=ranking.claim_kappa,
                 )
                 estimates = self.evidence.estimates(
                     session, tenant, ids, request.stage, chip, settings
@@ -225,6 +229,7 @@ class LearningLoop:
                 ci_low=ranked.ci_low,
                 ci_high=ranked.ci_high,
                 value_terms=ranked.value_terms,
+                claim_trust=ranked.claim_trust,
             ),
         )
 

@@ -237,6 +237,18 @@ class RetrieveOptions(BaseModel):
         le=1.0,
         description="generalised values: the least weight any other chip's evidence gets",
     )
+    claim_power: Number | None = Field(
+        None,
+        ge=0.0,
+        le=8.0,
+        description="generalised values: how sharply contradicted recorded claims lose weight",
+    )
+    claim_kappa: Number | None = Field(
+        None,
+        gt=0.0,
+        le=100.0,
+        description="generalised values: reproductions weighing as much as the prior trust",
+    )
 
 
 class RetrieveRequest(BaseModel):
@@ -262,6 +274,11 @@ class Breakdown(BaseModel):
     ci_high: float
     value_terms: dict[str, float] = Field(
         default_factory=dict, description="share of the value's weight per term it came from"
+    )
+    claim_trust: dict[str, float] = Field(
+        default_factory=dict,
+        description="per recorded term whose claims failed to reproduce in reported outcomes:"
+        " the trust its weight was multiplied by (1 = untested or reproduced; absent = 1)",
     )
     toolchain: ToolchainBreakdown | None = Field(
         None, description="present when the query's context names its toolchain"
