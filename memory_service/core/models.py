@@ -243,12 +243,6 @@ class RetrieveOptions(BaseModel):
         le=8.0,
         description="generalised values: how sharply contradicted recorded claims lose weight",
     )
-    claim_kappa: Number | None = Field(
-        None,
-        gt=0.0,
-        le=100.0,
-        description="generalised values: reproductions weighing as much as the prior trust",
-    )
 
 
 class RetrieveRequest(BaseModel):
@@ -276,9 +270,7 @@ class Breakdown(BaseModel):
         default_factory=dict, description="share of the value's weight per term it came from"
     )
     claim_trust: dict[str, float] = Field(
-        default_factory=dict,
-        description="per recorded term whose claims failed to reproduce in reported outcomes:"
-        " the trust its weight was multiplied by (1 = untested or reproduced; absent = 1)",
+        default_factory=dict, description="recorded terms discounted by failed reproductions"
     )
     toolchain: ToolchainBreakdown | None = Field(
         None, description="present when the query's context names its toolchain"
