@@ -239,6 +239,12 @@ class RetrieveOptions(Inbound):
         le=1.0,
         description="generalised values: the least weight any other chip's evidence gets",
     )
+    claim_power: Number | None = Field(
+        None,
+        ge=0.0,
+        le=8.0,
+        description="generalised values: how sharply contradicted recorded claims lose weight",
+    )
 
 
 class RetrieveRequest(Inbound):
@@ -264,6 +270,9 @@ class Breakdown(BaseModel):
     ci_high: float
     value_terms: dict[str, float] = Field(
         default_factory=dict, description="share of the value's weight per term it came from"
+    )
+    claim_trust: dict[str, float] = Field(
+        default_factory=dict, description="recorded terms discounted by failed reproductions"
     )
     toolchain: ToolchainBreakdown | None = Field(
         None, description="present when the query's context names its toolchain"

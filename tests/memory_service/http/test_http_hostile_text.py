@@ -81,6 +81,8 @@ def _hostile_writes(client: TestClient, lesson_id: str, retrieval_id: str) -> li
                 "/v1/outcomes",
                 {"retrieval_id": retrieval_id, "outcome": {"compiled": True}, "reporter": bad},
             ),
+            ("POST", "/v1/suggest", {"space": {"params": {"layout": ["row", bad]}}}),
+            ("POST", "/v1/suggest", {"space": {"params": {bad: [1, 2]}}}),
             ("POST", "/v1/trajectories", {"trajectories": [{**good_run, "source": bad}]}),
             (
                 "POST",
@@ -118,6 +120,7 @@ def _mcp_writes(service: Any) -> list[str]:
                 ("retrieve_lessons", {"stage": "draft", "op": "rmsnorm", "query": bad}),
                 ("retrieve_lessons", {"stage": "draft", "signature": {"n": bad}}),
                 ("list_lessons", {"q": bad}),
+                ("suggest", {"space": {"params": {"layout": ["row", bad]}}}),
             ]
             for tool, arguments in calls:
                 try:
