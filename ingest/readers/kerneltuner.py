@@ -204,7 +204,7 @@ def _attempt(
     params = entry_params(key, entry, keys, declared)
     if isinstance(params, str):
         return params
-    problem = values_problem(params, numeric) or json_problem(params, "parameters")
+    problem = json_problem(params, "parameters") or values_problem(params, numeric)
     if problem:
         return problem
     time = entry.get("time")
