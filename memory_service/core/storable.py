@@ -42,13 +42,21 @@ def guard(
     statement: str,
     parameters: Any,
     _context: Any,
-    executemany: bool,
+    _executemany: bool,
 ) -> None:
     """`before_cursor_execute`: refuse unstorable text in a write's bound parameters."""
     if not statement.lstrip().startswith(_WRITES) or not parameters:
         return
-    for row in parameters if executemany else (parameters,):
-        _check(row.values() if isinstance(row, dict) else row)
+    # One row (a dict or a sequence), or many of them; batched inserts ("insertmanyvalues")
+    # may bind one flat sequence whatever `executemany` says, so the shape is looked at.
+    rows = parameters if isinstance(parameters, list | tuple) else [parameters]
+    for row in rows:
+        if isinstance(row, dict):
+            _check(row.values())
+        elif isinstance(row, list | tuple):
+            _check(row)
+        else:
+            _check((row,))
 
 
 def install(engine: Engine) -> None:
