@@ -56,8 +56,8 @@ def bench_learning(
         list[str] | None,
         typer.Option(
             help="arms to run (repeatable): random, similarity, value, value_backoff,"
-            " generalised, exemplars, default (the service's search with its performance"
-            " model); all by default"
+            " generalised, trust, exemplars, default (the service's search with its"
+            " performance model); all by default"
         ),
     ] = None,
     embedder: Annotated[str, typer.Option(help="service embedder: minilm or hashing")] = "minilm",

@@ -16,7 +16,7 @@ from sqlmodel import col, select
 
 import platforms
 from ingest.records import stable_hash
-from memory_service.core import ids
+from memory_service.core import candidates, ids
 from memory_service.core.candidates import gating_conditions, write_retrieval
 from memory_service.core.embedder import Embedder
 from memory_service.core.errors import InvalidInput
@@ -52,12 +52,19 @@ from retrieval.ranking import Candidate, rank, recall_size
 class LearningLoop:
     """Retrieval, outcome reports and lesson histories."""
 
-    def __init__(self, store: Store, index: VectorIndex, embedder: Embedder, settings: Settings):
+    def __init__(
+        self,
+        store: Store,
+        index: VectorIndex,
+        embedder: Embedder,
+        settings: Settings,
+        evidence: Evidence | None = None,
+    ):
         self.store = store
         self.index = index
         self.embedder = embedder
         self.settings = settings
-        self.evidence = Evidence()
+        self.evidence = evidence or Evidence()
 
     @staticmethod
     def resolve_context(context: ContextIn) -> tuple[str | None, str | None, list[str]]:
@@ -196,6 +203,7 @@ class LearningLoop:
                 ci_low=ranked.ci_low,
                 ci_high=ranked.ci_high,
                 value_terms=ranked.value_terms,
+                claim_trust=ranked.claim_trust,
             ),
         )
 
@@ -258,7 +266,8 @@ class LearningLoop:
                     return ReportResponse(**{**previous.response, "duplicate": True})
             returned = [r["id"] for r in retrieval.results]
             used = list(dict.fromkeys(request.used)) if request.used is not None else returned
-            unknown = [lid for lid in used if lid not in returned]
+            own = candidates.own_lessons(session, used, tenant)  # whatever a retrieval row says
+            unknown = [lid for lid in used if lid not in returned or lid not in own]
             if unknown:
                 raise InvalidInput(
                     f"lessons not returned by retrieval {retrieval.id}: {', '.join(unknown)}",
