@@ -132,23 +132,26 @@ class _Keys:
     """The candidates' keys: stored rows of the model, then the caller's extra keys."""
 
     def __init__(
-        self, stored: list[ConfigKey], rows: npt.NDArray[np.int64], extra: list[ConfigKey]
-    ):
-        self.stored, self.rows, self.extra = stored, rows, extra
-        self._position: dict[ConfigKey, int] | None = None
+        self, model: FamilyModel, rows: npt.NDArray[np.int64], extra: list[ConfigKey]
+    ) -> None:
+        self.model, self.rows, self.extra = model, rows, extra
+        self.position = np.full(model.size, -1, dtype=np.int64)
+        self.position[rows] = np.arange(len(rows))
+        self.extra_position = {key: len(rows) + i for i, key in enumerate(extra)}
 
     def __len__(self) -> int:
         return len(self.rows) + len(self.extra)
 
     def __getitem__(self, i: int) -> ConfigKey:
         n = len(self.rows)
-        return self.stored[int(self.rows[i])] if i < n else self.extra[i - n]
+        return self.model.keys[int(self.rows[i])] if i < n else self.extra[i - n]
 
     def locate(self, key: ConfigKey) -> int | None:
         """The candidate position of a key, or None."""
-        if self._position is None:
-            self._position = {self[i]: i for i in range(len(self))}
-        return self._position.get(key)
+        row = self.model.index.get(key)
+        if row is not None and self.position[row] >= 0:
+            return int(self.position[row])
+        return self.extra_position.get(key)
 
 
 class Posterior:
@@ -318,21 +321,13 @@ def fit_posterior(
         elif row < 0 and key not in extra_set:
             extra.append(key)
             extra_set.add(key)
-    keys = _Keys(model.keys, stored, extra)
+    keys = _Keys(model, stored, extra)
     features = np.vstack([model.features[stored], model.encode(extra)])
     columns = np.vstack([model.columns[stored], model.predict_columns(extra)])
-    position = np.full(model.size, -1, dtype=np.int64)
-    position[stored] = np.arange(len(stored))
-    position_extra = {key: len(stored) + i for i, key in enumerate(extra)}
     open_rows = np.ones(len(keys), dtype=bool)
     observed = []
     for key, ms in observations:
-        row = model.index.get(key, -1)
-        at = (
-            (int(position[row]) if position[row] >= 0 else None)
-            if row >= 0
-            else position_extra.get(key)
-        )
+        at = keys.locate(key)
         if at is None:
             continue
         open_rows[at] = False
