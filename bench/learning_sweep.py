@@ -42,9 +42,9 @@ def sweep_table(cells: list[dict[str, Any]]) -> list[str]:
         if c["noise"]["sigma"] == 0 and c["noise"]["mislabel"] == 0
     }
     lines = [
-        "| protocol | sigma | mislabel | arm | @1 | @5 | @10 | top-3 | @5 − sim | @10 − sim"
-        " | top-3 − sim | @5 − own clean | @10 − own clean |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| protocol | sigma | mislabel | seeds | arm | @1 | @5 | @10 | top-3 | @5 − sim"
+        " | @10 − sim | top-3 − sim | @5 − own clean | @10 − own clean |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for cell in cells:
         summary = _summary(cell)
@@ -60,7 +60,7 @@ def sweep_table(cells: list[dict[str, Any]]) -> list[str]:
             drop = " | ".join(f"{row[c] - own[c]:+.3f}" if own else "" for c in ("5", "10"))
             lines.append(
                 f"| {cell['protocol']} | {cell['noise']['sigma']} | {cell['noise']['mislabel']}"
-                f" | {arm} | {values} | {lead} | {drop} |"
+                f" | {cell['seeds']} | {arm} | {values} | {lead} | {drop} |"
             )
     return lines
 
