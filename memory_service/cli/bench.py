@@ -56,7 +56,7 @@ def bench_learning(
         list[str] | None,
         typer.Option(
             help="arms to run (repeatable): random, similarity, value, value_backoff,"
-            " generalised, trust, exemplars, default (the service's search with its"
+            " generalised, claims_off, exemplars, default (the service's search with its"
             " performance model); all by default"
         ),
     ] = None,
