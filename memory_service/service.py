@@ -45,6 +45,8 @@ from memory_service.core.models import (
 )
 from memory_service.core.settings import Settings
 from memory_service.core.store import Store
+from memory_service.core.suggest_models import SuggestRequest, SuggestResponse
+from memory_service.core.suggestions import Suggestions
 
 
 class MemoryService:
@@ -77,6 +79,7 @@ class MemoryService:
         self._lessons = Lessons(*parts)
         self._learning = LearningLoop(*parts)
         self._maintenance = Maintenance(*parts)
+        self._suggestions = Suggestions(self._learning)
 
     @property
     def engine(self) -> Engine:
@@ -141,6 +144,10 @@ class MemoryService:
     def lesson_history(self, lesson_id: str, *, tenant: str | None = None) -> LessonHistory:
         """The outcomes that credited a lesson, oldest first, and its values per scope."""
         return self._learning.lesson_history(lesson_id, tenant=tenant)
+
+    def suggest(self, request: SuggestRequest, *, tenant: str | None = None) -> SuggestResponse:
+        """Untried valid configurations of a space, from the memory's lessons, then search."""
+        return self._suggestions.suggest(request, tenant=tenant)
 
     # ------------------------------------------------------------------ ingest
     def ingest(

@@ -20,6 +20,7 @@ from memory_service.cli import (
     maintenance,
     mcp,
     serve,
+    suggest,
 )
 
 app = typer.Typer(
@@ -28,6 +29,7 @@ app = typer.Typer(
 app.command()(serve.serve)
 app.command()(learning.retrieve)
 app.command()(learning.report)
+app.command()(suggest.suggest)
 app.add_typer(lessons.lessons_app, name="lessons")
 app.add_typer(maintenance.values_app, name="values")
 app.command()(maintenance.reindex)

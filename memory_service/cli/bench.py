@@ -65,10 +65,30 @@ def bench_learning(
         "bench/results/learning.json"
     ),
     quick: Annotated[bool, typer.Option("--quick", help="tiny run for smoke tests")] = False,
+    noise: Annotated[
+        float,
+        typer.Option(
+            "--noise", help="log-normal sigma on every time that enters the memory (0 to 3)"
+        ),
+    ] = 0.0,
+    mislabel: Annotated[
+        float,
+        typer.Option(
+            "--mislabel",
+            help="fraction of ingested runs labelled with another chip of their backend (0-1)",
+        ),
+    ] = 0.0,
 ) -> None:
     """Learning benchmark on recorded search spaces (replay): loo or lifelong protocol."""
     from bench.learning import ARMS, PROTOCOLS, run_learning_bench
+    from bench.learning_noise import MemoryNoise
     from bench.learning_tasks import TaskDataError
+
+    try:
+        memory_noise = MemoryNoise(sigma=noise, mislabel=mislabel)
+    except ValueError as exc:
+        err.print(f"error: {exc}")
+        raise typer.Exit(2) from exc
 
     if protocol not in PROTOCOLS:
         err.print(f"error: unknown protocol {protocol!r}; valid: {', '.join(PROTOCOLS)}")
@@ -90,6 +110,7 @@ def bench_learning(
             arms=list(arms) if arms else None,
             note=note,
             embedder=embedder,
+            noise=memory_noise,
         )
     except TaskDataError as exc:
         err.print(f"error: {exc}")

@@ -26,6 +26,7 @@ def invoke(*args: str):
         ["serve", "--help"],
         ["retrieve", "--help"],
         ["report", "--help"],
+        ["suggest", "--help"],
         ["lessons", "list", "--help"],
         ["lessons", "show", "--help"],
         ["lessons", "archive", "--help"],
