@@ -48,6 +48,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("bench/results"))
     p.add_argument("--top-k", type=float, default=5, help="configurations the drop-in times")
     p.add_argument("--explore", type=float, default=0.2, help="their exploration share")
+    p.add_argument("--options", type=json.loads, default=None, help="ranking options (JSON)")
     p.add_argument("--rounds", type=int, default=5, help="interleaved re-timing rounds")
     p.add_argument("--workers", type=int, default=8, help="memories prepared at once")
     p.add_argument("--budget-s", type=float, default=540.0, help="wall-clock budget")
@@ -165,6 +166,9 @@ class AutotuneBench:
             "deadline": time.time() + (deadline - time.monotonic()),
         }
         full = self.full_runs.get(task.name)
+        if full is not None and {e["shape"] for e in full["shapes"]} < set(shapes):
+            self.notes.append(f"{task.name}: the earlier full run misses shapes; run here")
+            full = None
         if full is None:
             self.log(f"{task.name}: full triton.autotune on {len(shapes)} shapes")
             full = self.subprocess(
@@ -195,6 +199,7 @@ class AutotuneBench:
                     "shapes": urls,
                     "top_k": _top_k(self.args.top_k),
                     "explore": self.args.explore,
+                    "options": self.args.options,
                 },
                 f"{task.name}-memory",
             )
@@ -265,6 +270,7 @@ class AutotuneBench:
             "device": self.args.device,
             "top_k": _top_k(self.args.top_k),
             "explore": self.args.explore,
+            "options": self.args.options,
             "rounds": self.args.rounds,
             "goals": GOALS,
             "elapsed_s": time.monotonic() - self.started,

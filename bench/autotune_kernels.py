@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -106,6 +107,7 @@ def tune_shape(
     explore: float = 0.2,
     do_bench: Any = None,
     seed: int = 0,
+    options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Autotune one shape with one arm ("full": triton.autotune; "memory": the drop-in).
 
@@ -125,7 +127,16 @@ def tune_shape(
         from agent_client.tuners.triton_autotune import hook
 
         assert url is not None, "the memory arm needs a memory URL"
-        kernel = hook(kernel, url, top_k=top_k, explore=explore, op=task.op, kernel=task.kernel)
+        kernel = hook(
+            kernel,
+            url,
+            top_k=top_k,
+            explore=explore,
+            op=task.op,
+            kernel=task.kernel,
+            options=options,
+            seed=seed,
+        )
         tuning = kernel._tunemem
     _sync(device)
     started = time.perf_counter()
@@ -161,7 +172,7 @@ def tune_shape(
 
 def _median(timing: Any) -> float | None:
     value = timing[0] if isinstance(timing, list | tuple) else timing
-    return float(value) if value is not None and value == value else None
+    return float(value) if value is not None and math.isfinite(value) else None
 
 
 def retime(
@@ -224,6 +235,7 @@ def run_arm(spec: dict[str, Any]) -> dict[str, Any]:
                 explore=spec.get("explore", 0.2),
                 seed=spec.get("seed", 0),
                 do_bench=_cpu_do_bench(spec.get("device", "cuda")),
+                options=spec.get("options"),
             )
         )
         print(

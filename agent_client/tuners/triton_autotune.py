@@ -42,6 +42,8 @@ from agent_client.models import Outcome
 
 # After a failed call the memory is left alone this long, so a down memory costs one timeout.
 RETRY_AFTER_S = 300.0
+# Suggestion sources that rest on what the memory holds (the rest is the service's search).
+INFORMED = frozenset({"exemplar", "preference", "model"})
 _SCALARS = (bool, int, float, str, type(None))
 
 
@@ -188,7 +190,8 @@ class MemoryTuning:
         self._down_until = 0.0
         self._threads: list[threading.Thread] = []
         self._context: dict[str, Any] | None = None
-        self._names: tuple[str, str] = ("kernel", "kernel")
+        # How the memory names the operator and the kernel; attach() fills in the function's.
+        self._names = (op or kernel or "kernel", kernel or op or "kernel")
         _LIVE.add(self)
 
     # -- attaching ---------------------------------------------------------------------------
@@ -275,8 +278,11 @@ class MemoryTuning:
             pending.origins = {k: "given" for k in by_key}
             self._decided(pending, configs, "the memory could not help: every configuration")
             return configs
+        suggestions = answer.get("suggestions") or []
+        if not any(s.get("source") in INFORMED for s in suggestions):
+            suggestions = []  # only the service's own search: nothing remembered to go on
         chosen: list[Any] = []
-        for suggestion in answer.get("suggestions") or []:
+        for suggestion in suggestions:
             found = _params_key(suggestion.get("config") or {})
             if found in by_key and found not in pending.origins:
                 chosen.append(by_key[found])
@@ -422,13 +428,14 @@ class MemoryTuning:
                 }
             )
         task = pending.task
+        chip = _chip_id(context["chip"])
         return {
             "version": 1,
             "source_format": "native",
             "source": f"triton-autotune:{task['kernel']}:{uuid.uuid4().hex[:12]}",
             "task": task,
             "context": {
-                "chip": context["chip"],
+                "chip": chip,
                 "backend": context["backend"],
                 "chip_raw": context["chip"],
                 "model": context.get("model"),
@@ -468,6 +475,13 @@ class MemoryTuning:
             thread.join(max(0.0, deadline - time.monotonic()))
         self._threads = [t for t in self._threads if t.is_alive()]
         return not self._threads
+
+
+def _chip_id(name: str) -> str:
+    """The memory's id of a chip name ("NVIDIA H200" -> "h200"), as stored runs name it."""
+    from kernels.evidence import chip_identity
+
+    return chip_identity(name)[0]
 
 
 def _brief(exc: BaseException) -> str:

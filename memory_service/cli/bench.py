@@ -216,6 +216,9 @@ def bench_autotune(
     full_from: Annotated[
         Path | None, typer.Option(help="the full arm's results from a --full-only run")
     ] = None,
+    options: Annotated[
+        str | None, typer.Option(help='the drop-in\'s ranking options, JSON ({"lam": 0.0})')
+    ] = None,
 ) -> None:
     """The full triton.autotune against the memory's drop-in on held-out kernel shapes: autotune
     wall seconds and the chosen configurations' speed (needs an NVIDIA GPU, or --device cpu)."""
@@ -228,6 +231,7 @@ def bench_autotune(
         *("--budget-s", str(budget_s), "--workers", str(workers), "--device", device),
         *(["--full-only"] if full_only else []),
         *(["--full-from", str(full_from)] if full_from else []),
+        *(["--options", options] if options else []),
     ]
     try:
         code = autotune_main(argv)

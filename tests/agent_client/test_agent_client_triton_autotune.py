@@ -119,8 +119,8 @@ def test_times_only_the_memory_best_and_reports_every_timing(memory):
         configs=configs(),
         key=["n"],
         memory_url=memory.url,
-        top_k=3,
-        explore=0.34,
+        top_k=4,
+        explore=0.25,
         op="scale",
         kernel="scale_kernel",
     )
@@ -138,26 +138,26 @@ def test_times_only_the_memory_best_and_reports_every_timing(memory):
 
     decision = tuning.last_decision
     assert decision["how"] == "memory" and decision["given"] == 6
-    assert len(kernel.configs_timings) == 3  # 2 ranked by the memory + 1 exploration
-    assert decision["origins"].count("explore") == 1
+    assert len(kernel.configs_timings) == 4  # 3 ranked by the memory + 1 exploration
+    assert decision["origins"] == ["memory:exemplar"] * 3 + ["explore"]
     timed = [{"BLOCK": c.kwargs["BLOCK"], "num_warps": c.num_warps} for c in kernel.configs_timings]
-    assert {"BLOCK": 64, "num_warps": 2} in timed  # the remembered best was timed
-    assert decision["origins"][0].startswith("memory")
-    assert decision["configs"][0]["BLOCK"] == 64 and decision["configs"][0]["num_warps"] == 2
+    # The memory's exemplars are the remembered run's three fastest, the best among them.
+    remembered = [{"BLOCK": 64, "num_warps": 2}, {"BLOCK": 64, "num_warps": 1}]
+    assert all(config in timed[:3] for config in remembered)
+    assert {"BLOCK": 16, "num_warps": 1} not in timed[:3]  # the slowest is no exemplar
 
     (report,) = tuning.reports
     assert report["sent"] and report["error"] is None
     assert report["key"] == {"n": 100}
     trajectory = report["trajectory"]
     assert trajectory["task"]["signature"] == {"n": 100, "dtype": "float32"}
-    assert len(trajectory["attempts"]) == 3
+    assert len(trajectory["attempts"]) == 4
     assert trajectory["evidence"]["triton"] == triton.__version__
     assert trajectory["context"]["toolchain"]["triton"] == triton.__version__
     after = counts(memory)
     assert after["trajectories"] == before["trajectories"] + 1
-    assert (
-        after["outcomes"] == before["outcomes"] + len(report["outcomes"]) == before["outcomes"] + 2
-    )
+    assert len(report["outcomes"]) == 3  # one per timed suggestion, none for exploration
+    assert after["outcomes"] == before["outcomes"] + 3
 
     # The same key again: Triton's cache answers; nothing is asked or reported again.
     x, y = launch(kernel, 100)

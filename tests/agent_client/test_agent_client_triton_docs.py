@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import runpy
 from pathlib import Path
 
 import pytest
@@ -23,14 +24,18 @@ def python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
 
 
+def run_block(code: str, url: str, path: Path) -> dict:
+    """Run a block as a file of its own (Triton's interpreter reads a kernel's source back)."""
+    path.write_text(code.replace("http://127.0.0.1:8600", url))
+    return runpy.run_path(str(path), run_name="docs_example")
+
+
 def test_the_page_example_runs_against_a_live_memory(tmp_path, capsys):
     example = python_blocks()[0]
     assert 'memory_url="http://127.0.0.1:8600"' in example
     live = LiveService({"index": "memory", "embedder": "hashing", "dedup_threshold": 1.0})
     try:
-        code = example.replace("http://127.0.0.1:8600", live.url)
-        namespace: dict = {"__name__": "docs_example"}
-        exec(compile(code, str(DOC), "exec"), namespace)  # noqa: S102 - the page's own code
+        namespace = run_block(example, live.url, tmp_path / "example.py")
         tuning = namespace["scale_kernel"]._tunemem
         assert tuning.flush(30.0)
         # An empty memory has nothing for this kernel: every configuration, one warning.
@@ -43,8 +48,7 @@ def test_the_page_example_runs_against_a_live_memory(tmp_path, capsys):
         with MemoryClient(live.url) as client:
             assert client.health()["counts"]["trajectories"] == 1
 
-        hooked = python_blocks()[1].replace("http://127.0.0.1:8600", live.url)
-        exec(compile(hooked, str(DOC), "exec"), namespace)  # noqa: S102
+        namespace = run_block(python_blocks()[1], live.url, tmp_path / "hooked.py")
         negate = namespace["negate_kernel"]._tunemem
         assert negate.flush(30.0)
         assert negate.last_decision["given"] == 4 and negate.reports[0]["sent"]
