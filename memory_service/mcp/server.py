@@ -75,10 +75,10 @@ def build_mcp_server(service: MemoryAPI, *, name: str = SERVER_NAME) -> MCPServe
         stage: Annotated[
             Stage,
             Field(
-                description='"draft": you need a first kernel that compiles and is correct; '
-                '"refine": you have one and want it faster'
+                description='"draft" (the default): you need a first kernel that compiles and '
+                'is correct; "refine": you have one and want it faster'
             ),
-        ],
+        ] = "draft",
         op: Annotated[
             str | None,
             Field(description="operator family, e.g. softmax, rmsnorm, gemm, attention"),

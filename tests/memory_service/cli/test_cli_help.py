@@ -1,0 +1,27 @@
+"""`tunemem --version`, and help that shows no type for flags and the defaults of options."""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+
+from typer.testing import CliRunner
+
+from memory_service.cli.app import app, tunemem_version
+
+runner = CliRunner()
+
+
+def test_version_prints_the_installed_version():
+    shown = runner.invoke(app, ["--version"])
+    assert shown.exit_code == 0
+    assert shown.output.strip() == f"tunemem {tunemem_version()}"
+    assert tunemem_version() == version("tunemem")
+
+
+def test_flags_show_no_type_and_options_their_defaults():
+    for command in (["--help"], ["retrieve", "--help"], ["report", "--help"], ["serve", "--help"]):
+        shown = runner.invoke(app, command)
+        assert shown.exit_code == 0
+        assert "<bool>" not in shown.output, command
+    retrieve = runner.invoke(app, ["retrieve", "--help"]).output
+    assert "[default: draft]" in retrieve and "<str>" in retrieve
