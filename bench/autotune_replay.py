@@ -58,7 +58,7 @@ def replay_task(
                     explore=explore,
                     op=task.op,
                     kernel=task.kernel,
-                    signature=lambda named, d=dims: {**d, "dtype": task.default_dtype},
+                    signature=_fixed_signature({**dims, "dtype": task.default_dtype}),
                     context={"chip": "NVIDIA H200", "backend": "cuda"},
                     options=options,
                 )
@@ -79,6 +79,13 @@ def replay_task(
         finally:
             live.close()
     return rows
+
+
+def _fixed_signature(signature: dict[str, Any]) -> Any:
+    def of(named: dict[str, Any]) -> dict[str, Any]:
+        return dict(signature)
+
+    return of
 
 
 def summary(rows: list[dict], goal: float = 0.98) -> dict[str, Any]:

@@ -1,26 +1,13 @@
 """`triton.autotune` with a memory: time only the configurations the memory ranks best.
 
-Two doors, one mechanism:
-
-    from agent_client.tuners.triton_autotune import autotune, hook
-
-    @autotune(configs=[...], key=["n"], memory_url="http://memory:8600", top_k=4)
-    @triton.jit
-    def kernel(...): ...
-
-    hook(existing_autotuned_kernel, memory_url="http://memory:8600", top_k=4)
-
-`autotune` takes exactly `triton.autotune`'s arguments plus the memory's address and how many
-configurations to time; `hook` attaches the same behaviour to a kernel already decorated with
-`triton.autotune`. For a key this process has not tuned yet, the given configurations (after
-the user's own `early_config_prune`) go to `POST /v1/suggest` as the space's valid list (their
-kwargs plus `num_warps` and `num_stages`); Triton then times only the memory's best ones plus a
-small exploration share. Afterwards every measured timing (`configs_timings`) goes back with
-the key, the GPU and the Triton version: each suggested configuration as an outcome against its
-suggestion, and the whole run as a trajectory, in a background thread bounded in time.
-
-The memory unreachable, erring or empty: one warning line, then Triton's own behaviour (every
-configuration timed). Nothing here ever fails the user's kernel because of the memory.
+`autotune(configs, key, ..., memory_url=..., top_k=...)` takes `triton.autotune`'s arguments
+plus the memory's address and how many configurations to time; `hook(kernel, memory_url)` gives
+an existing `@triton.autotune` kernel the same behaviour. For a key not tuned yet, the given
+configurations (after the user's own `early_config_prune`) go to `POST /v1/suggest` as the
+space's valid list; Triton times the memory's best plus a small exploration share; then every
+timing (`configs_timings`) goes back, in a background thread bounded in time, as outcomes
+against the suggestion and as a trajectory (`triton_records`). The memory unreachable, erring
+or empty: one warning line, then Triton's own behaviour. docs/triton.md is the user's page.
 """
 
 from __future__ import annotations
@@ -30,98 +17,34 @@ import math
 import random
 import threading
 import time
-import uuid
 import warnings
 import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from agent_client.client import MemoryClient, RetryPolicy
-from agent_client.models import Outcome
+from agent_client.tuners.triton_records import (
+    Pending,
+    config_params,
+    device_context,
+    dtype_name,
+    interpreter_bench,
+    interpreting,
+    outcomes,
+    params_key,
+    scalar,
+    trajectory,
+)
 
 # After a failed call the memory is left alone this long, so a down memory costs one timeout.
 RETRY_AFTER_S = 300.0
 # Suggestion sources that rest on what the memory holds (the rest is the service's search).
 INFORMED = frozenset({"exemplar", "preference", "model"})
-_SCALARS = (bool, int, float, str, type(None))
 
 
 class MemoryUnavailableWarning(UserWarning):
     """The memory could not help (unreachable, an error, nothing remembered): Triton's own
     autotuning goes on."""
-
-
-def config_params(config: Any) -> dict[str, Any]:
-    """A `triton.Config` as the memory sees it: its kwargs plus num_warps and num_stages."""
-    params = {name: _scalar(value) for name, value in dict(config.kwargs).items()}
-    params["num_warps"] = config.num_warps
-    params["num_stages"] = config.num_stages
-    return params
-
-
-def _scalar(value: Any) -> Any:
-    return value if isinstance(value, _SCALARS) else str(value)
-
-
-def _params_key(params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
-    return tuple(sorted((str(k), repr(v)) for k, v in params.items()))
-
-
-def _dtype_name(value: Any) -> str:
-    return str(value).removeprefix("torch.")
-
-
-def interpreter_bench(kernel_call: Callable[[], Any], quantiles: Any = None) -> list[float]:
-    """Wall-clock timing for the Triton interpreter, which has no GPU benchmarker: one warm-up
-    call, then the median of three (in ms, as Triton's [median, p20, p80])."""
-    kernel_call()
-    runs = []
-    for _ in range(3):
-        started = time.perf_counter()
-        kernel_call()
-        runs.append((time.perf_counter() - started) * 1e3)
-    runs.sort()
-    return [runs[1], runs[0], runs[2]]
-
-
-def _interpreting() -> bool:
-    import os
-
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
-
-
-def device_context() -> dict[str, Any]:
-    """The context of this process's device: chip name, backend and toolchain versions."""
-    import triton
-
-    toolchain = {"triton": triton.__version__}
-    chip, backend = "cpu", "cpu"
-    try:
-        import torch
-
-        toolchain["torch"] = torch.__version__
-        if not _interpreting() and torch.cuda.is_available():
-            chip = torch.cuda.get_device_name()
-            backend = "hip" if getattr(torch.version, "hip", None) else "cuda"
-            if torch.version.cuda:
-                toolchain["cuda"] = str(torch.version.cuda)
-    except ImportError:
-        pass
-    return {"chip": chip, "backend": backend, "toolchain": toolchain}
-
-
-@dataclass
-class _Pending:
-    """What the prune decided for one new key, waiting for Triton's timings."""
-
-    task: dict[str, Any]
-    key: dict[str, Any]
-    given: int
-    timed: list[dict[str, Any]]
-    origins: dict[tuple[tuple[str, Any], ...], str]
-    suggestions: dict[tuple[tuple[str, Any], ...], list[str]] = field(default_factory=dict)
-    retrieval_id: str | None = None
 
 
 class MemoryTuning:
@@ -186,7 +109,7 @@ class MemoryTuning:
         )
         self.reports: list[dict[str, Any]] = []  # what went back to the memory, per key
         self.last_decision: dict[str, Any] | None = None
-        self._pending: _Pending | None = None
+        self._pending: Pending | None = None
         self._down_until = 0.0
         self._threads: list[threading.Thread] = []
         self._context: dict[str, Any] | None = None
@@ -229,7 +152,7 @@ class MemoryTuning:
                     self.report(pending, timings)
             return result
 
-        if getattr(autotuner, "_do_bench", "absent") is None and _interpreting():
+        if getattr(autotuner, "_do_bench", "absent") is None and interpreting():
             autotuner._do_bench = interpreter_bench
         autotuner.early_config_prune = early_config_prune
         autotuner.run = run
@@ -246,11 +169,11 @@ class MemoryTuning:
 
     def task_of(self, named: dict[str, Any], keys: list[str]) -> dict[str, Any]:
         """The memory's task for these arguments: op, kernel, signature and dtype."""
-        dtype = next((_dtype_name(v.dtype) for v in named.values() if hasattr(v, "dtype")), None)
+        dtype = next((dtype_name(v.dtype) for v in named.values() if hasattr(v, "dtype")), None)
         if self.signature is not None:
             signature = dict(self.signature(named))
         else:
-            signature = {k: _scalar(named[k]) for k in keys if k in named}
+            signature = {k: scalar(named[k]) for k in keys if k in named}
             if dtype is not None:
                 signature.setdefault("dtype", dtype)
         op, kernel = self._names
@@ -263,10 +186,10 @@ class MemoryTuning:
         memory cannot help (with one warning line).
         """
         task = self.task_of(named, keys)
-        key = {k: _scalar(named[k]) for k in keys if k in named}
-        by_key = {_params_key(config_params(c)): c for c in configs}
+        key = {k: scalar(named[k]) for k in keys if k in named}
+        by_key = {params_key(config_params(c)): c for c in configs}
         budget = self.budget(len(by_key))
-        pending = _Pending(task=task, key=key, given=len(configs), timed=[], origins={})
+        pending = Pending(task=task, key=key, given=len(configs), timed=[], origins={})
         self._pending = pending
         if budget >= len(by_key):
             pending.origins = {k: "given" for k in by_key}
@@ -283,7 +206,7 @@ class MemoryTuning:
             suggestions = []  # only the service's own search: nothing remembered to go on
         chosen: list[Any] = []
         for suggestion in suggestions:
-            found = _params_key(suggestion.get("config") or {})
+            found = params_key(suggestion.get("config") or {})
             if found in by_key and found not in pending.origins:
                 chosen.append(by_key[found])
                 pending.origins[found] = f"memory:{suggestion.get('source', '')}"
@@ -306,7 +229,7 @@ class MemoryTuning:
         self._decided(pending, chosen, "memory")
         return chosen
 
-    def _decided(self, pending: _Pending, configs: list[Any], how: str) -> None:
+    def _decided(self, pending: Pending, configs: list[Any], how: str) -> None:
         pending.timed = [config_params(c) for c in configs]
         self.last_decision = {
             "key": pending.key,
@@ -314,7 +237,7 @@ class MemoryTuning:
             "timed": len(configs),
             "how": how,
             "retrieval_id": pending.retrieval_id,
-            "origins": [pending.origins.get(_params_key(p), "given") for p in pending.timed],
+            "origins": [pending.origins.get(params_key(p), "given") for p in pending.timed],
             "configs": pending.timed,
         }
 
@@ -356,7 +279,7 @@ class MemoryTuning:
 
     # -- reporting ---------------------------------------------------------------------------
 
-    def report(self, pending: _Pending, timings: Mapping[Any, Any]) -> None:
+    def report(self, pending: Pending, timings: Mapping[Any, Any]) -> None:
         """Send Triton's timings of a new key back to the memory, in the background."""
         measured = []
         for config, timing in timings.items():
@@ -367,8 +290,8 @@ class MemoryTuning:
         report = {
             "key": pending.key,
             "retrieval_id": pending.retrieval_id,
-            "trajectory": self.trajectory(pending, measured),
-            "outcomes": self.outcomes(pending, measured),
+            "trajectory": trajectory(pending, measured, self.context()),
+            "outcomes": outcomes(pending, measured),
             "sent": False,
             "error": None,
         }
@@ -379,83 +302,6 @@ class MemoryTuning:
         thread = threading.Thread(target=self._send, args=(report,), daemon=True)
         self._threads.append(thread)
         thread.start()
-
-    def outcomes(
-        self, pending: _Pending, measured: list[tuple[dict[str, Any], float]]
-    ) -> list[dict[str, Any]]:
-        """One outcome per suggested configuration that was timed, in timing order."""
-        out: list[dict[str, Any]] = []
-        best: float | None = None
-        for params, ms in measured:
-            lessons = pending.suggestions.get(_params_key(params))
-            ok = math.isfinite(ms)
-            if lessons is not None and pending.retrieval_id:
-                outcome = Outcome(
-                    compiled=ok,
-                    correct=True if ok else None,
-                    latency_ms=ms if ok else None,
-                    best_before_ms=best,
-                    error=None if ok else "Triton's benchmark failed (out of resources)",
-                )
-                out.append({"used": lessons, "outcome": outcome})
-            if ok:
-                best = ms if best is None else min(best, ms)
-        return out
-
-    def trajectory(
-        self, pending: _Pending, measured: list[tuple[dict[str, Any], float]]
-    ) -> dict[str, Any]:
-        """The tuning of one key as a native trajectory record (dict)."""
-        import triton
-
-        context = self.context()
-        attempts = []
-        for index, (params, ms) in enumerate(measured):
-            ok = math.isfinite(ms)
-            attempts.append(
-                {
-                    "index": index,
-                    "params": params,
-                    "code": None,
-                    "compiled": ok,
-                    "correct": True if ok else None,
-                    "error_category": None if ok else "resources",
-                    "error": None if ok else "Triton's benchmark failed (out of resources)",
-                    "latency_ms": ms if ok else None,
-                    "latency_min_ms": None,
-                    "repetitions": None,
-                    "metrics": {},
-                }
-            )
-        task = pending.task
-        chip = _chip_id(context["chip"])
-        return {
-            "version": 1,
-            "source_format": "native",
-            "source": f"triton-autotune:{task['kernel']}:{uuid.uuid4().hex[:12]}",
-            "task": task,
-            "context": {
-                "chip": chip,
-                "backend": context["backend"],
-                "chip_raw": context["chip"],
-                "model": context.get("model"),
-                "scenario": context.get("scenario"),
-                "toolchain": dict(context.get("toolchain") or {}),
-            },
-            "attempts": attempts,
-            "baseline_latency_ms": None,
-            "evidence": {
-                "tuner": "triton.autotune+tunemem",
-                "triton": triton.__version__,
-                "gpu": context["chip"],
-                "key": pending.key,
-                "given_configs": pending.given,
-                "retrieval_id": pending.retrieval_id,
-                "origins": [pending.origins.get(_params_key(p), "given") for p, _ in measured],
-                "latency_ms": "Triton autotuner's benchmark (median)",
-            },
-            "synthetic": False,
-        }
 
     def _send(self, report: dict[str, Any]) -> None:
         try:
@@ -475,13 +321,6 @@ class MemoryTuning:
             thread.join(max(0.0, deadline - time.monotonic()))
         self._threads = [t for t in self._threads if t.is_alive()]
         return not self._threads
-
-
-def _chip_id(name: str) -> str:
-    """The memory's id of a chip name ("NVIDIA H200" -> "h200"), as stored runs name it."""
-    from kernels.evidence import chip_identity
-
-    return chip_identity(name)[0]
 
 
 def _brief(exc: BaseException) -> str:
@@ -533,13 +372,8 @@ def autotune(
     explore: float = 0.2,
     **memory: Any,
 ) -> Callable[[Any], Any]:
-    """`triton.autotune`, with the memory choosing which configurations to time.
-
-    Same arguments as `triton.autotune` (those of the installed Triton that are not listed
-    here go through `**memory` only if `MemoryTuning` does not take them), plus `memory_url`,
-    `top_k` (how many configurations to time for a new key) and `explore` (the share of them
-    drawn at random); other keywords are `MemoryTuning`'s.
-    """
+    """`triton.autotune` (its arguments, `cache_results` too where Triton has it) plus
+    `memory_url`, `top_k`, `explore` and `MemoryTuning`'s keywords."""
     import inspect
 
     import triton
