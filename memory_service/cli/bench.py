@@ -224,6 +224,9 @@ def bench_autotune(
     wall seconds and the chosen configurations' speed (needs an NVIDIA GPU, or --device cpu)."""
     from bench.autotune import main as autotune_main
 
+    if device not in ("cuda", "cpu"):
+        err.print(f"error: --device must be cuda or cpu, not {device!r}")
+        raise typer.Exit(2)
     argv = [
         *("--tasks", tasks, "--shapes", str(shapes), "--top-k", str(top_k)),
         *("--explore", str(explore), "--rounds", str(rounds), "--sweeps", str(sweeps)),
