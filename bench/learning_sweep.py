@@ -1,7 +1,8 @@
 """The noisy-memory sweep's table: `python -m bench.learning_sweep DIR [--out FILE.md]`.
 
 Reads every learning-benchmark JSON in DIR (one per protocol x noise sigma x mislabel fraction,
-as `tunemem bench learning --noise S --mislabel F` writes them) and writes one Markdown table:
+as `tunemem bench learning --noise S --mislabel F` writes them) and writes one Markdown table
+(DIR/sweep.md unless --out):
 per cell and arm, the fraction of the optimum at 1, 5 and 10 attempts and the top-3 ranking
 quality (lifelong: the second half of the stream; loo: every target), with each arm's lead over
 similarity-only retrieval, and each arm's drop from its own clean cell of the same protocol.
@@ -42,9 +43,9 @@ def sweep_table(cells: list[dict[str, Any]]) -> list[str]:
         if c["noise"]["sigma"] == 0 and c["noise"]["mislabel"] == 0
     }
     lines = [
-        "| protocol | sigma | mislabel | arm | @1 | @5 | @10 | top-3 | @5 − sim | @10 − sim"
-        " | top-3 − sim | @5 − own clean | @10 − own clean |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| protocol | sigma | mislabel | seeds | arm | @1 | @5 | @10 | top-3 | @5 − sim"
+        " | @10 − sim | top-3 − sim | @5 − own clean | @10 − own clean |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for cell in cells:
         summary = _summary(cell)
@@ -60,7 +61,7 @@ def sweep_table(cells: list[dict[str, Any]]) -> list[str]:
             drop = " | ".join(f"{row[c] - own[c]:+.3f}" if own else "" for c in ("5", "10"))
             lines.append(
                 f"| {cell['protocol']} | {cell['noise']['sigma']} | {cell['noise']['mislabel']}"
-                f" | {arm} | {values} | {lead} | {drop} |"
+                f" | {cell['seeds']} | {arm} | {values} | {lead} | {drop} |"
             )
     return lines
 
@@ -87,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
             "",
         ]
     )
-    out = args.out or args.folder / "README.md"
+    out = args.out or args.folder / "sweep.md"
     out.write_text(text)
     print(text)
 
