@@ -49,6 +49,19 @@ from retrieval.query import query_text
 from retrieval.ranking import Candidate, rank, recall_size
 
 
+def context_warnings(context: ContextIn, chip: str | None, chain: list[str]) -> list[str]:
+    """A chip name the registry does not know is served as an unknown chip of its backend: say so,
+    with the nearest known names, as ingest does for unknown devices."""
+    if not context.chip or chip is not None:
+        return []
+    near = platforms.close_chips(context.chip)
+    hint = f"; did you mean {', '.join(near)}?" if near else ""
+    return [
+        f"unknown chip {context.chip!r}: ranked as an unknown {chain[0].split(':')[-1]} chip "
+        f"(scopes {' → '.join(chain)}), so no chip or family values apply{hint}"
+    ]
+
+
 class LearningLoop:
     """Retrieval, outcome reports and lesson histories."""
 
@@ -169,6 +182,7 @@ class LearningLoop:
             scope_chain=chain,
             lessons=lessons,
             settings=settings_echo,
+            warnings=context_warnings(request.context, chip, chain),
         )
 
     @staticmethod

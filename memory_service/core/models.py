@@ -294,6 +294,8 @@ class RetrieveResponse(BaseModel):
     scope_chain: list[str]
     lessons: list[RetrievedLesson]
     settings: dict[str, Any]
+    # What the caller should know about its request: a chip name the registry does not know.
+    warnings: list[str] = []
 
 
 class OutcomeIn(BaseModel):
