@@ -10,6 +10,7 @@ No external scripts, styles or fonts: the file opens anywhere, offline.
 
 from __future__ import annotations
 
+import re
 from html import escape
 
 from memory_service.core.audit_models import (
@@ -183,6 +184,11 @@ def _pair_section(audit: TransferAuditPublic, pair: TransferPairPublic) -> str:
     return "".join(parts)
 
 
+def code_spans(text: str) -> str:
+    """Escaped text whose `backticked` spans (commands in the advice) become <code> elements."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(text))
+
+
 def fill_advice(audit: TransferAuditPublic) -> list[str]:
     """What the n/a cells of the heat maps lack and what to run to fill them, from the audit's
     own counts (one sentence per map)."""
@@ -245,7 +251,7 @@ def render_report(audit: TransferAuditPublic, title: str = "tunemem transfer aud
         f"its value is above {audit.neutral:+.2f}; observed means at least {audit.min_n} "
         "outcome(s).</p>"
         + _legend()
-        + "".join(f'<p class="advice">{escape(line)}</p>' for line in fill_advice(audit))
+        + "".join(f'<p class="advice">{code_spans(line)}</p>' for line in fill_advice(audit))
         + "<h2>Rank correlation of lesson values</h2>"
         + _heat_map(audit, "spearman", "Spearman rank correlation, source (row) vs target")
         + "<h2>Fraction of the target's optimum reached by the source's configurations</h2>"
