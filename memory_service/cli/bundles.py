@@ -3,12 +3,21 @@ into the embedded store or, with --url, a running server (its admin export/impor
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from memory_service.cli.common import DataDirOpt, UrlOpt, console, fail, open_service, run_guarded
+
+
+def counts_text(counts: Mapping[str, object]) -> str:
+    """`{'lesson': 816, 'run': 258}` as `816 lessons, 258 runs`: the bundle's counts in words."""
+    return ", ".join(
+        f"{n} {kind if kind.endswith('s') else kind + 's'}" for kind, n in counts.items()
+    )
+
 
 TenantOpt = Annotated[
     str | None,
@@ -27,7 +36,7 @@ def export_cmd(
 ) -> None:
     """Export a tenant's lessons, runs, retrievals and outcome log."""
     counts = run_guarded(lambda: open_service(url, data_dir).export(path, tenant=tenant))
-    console.print(f"exported {counts} to {path}")
+    console.print(f"exported {counts_text(counts)} to {path}")
 
 
 def import_cmd(
@@ -40,4 +49,4 @@ def import_cmd(
     if not path.exists():
         fail(f"no such file: {path}")
     counts = run_guarded(lambda: open_service(url, data_dir).import_bundle(path, tenant=tenant))
-    console.print(f"imported {counts}")
+    console.print(f"imported {counts_text(counts)}")
