@@ -13,10 +13,9 @@ from memory_service.cli.common import DataDirOpt, UrlOpt, console, fail, open_se
 
 
 def counts_text(counts: Mapping[str, object]) -> str:
-    """`{'lesson': 816, 'run': 258}` as `816 lessons, 258 runs`: the bundle's counts in words."""
-    return ", ".join(
-        f"{n} {kind if kind.endswith('s') else kind + 's'}" for kind, n in counts.items()
-    )
+    """`{'lesson': 816, 'trajectory': 2}` as `816 lessons, 2 trajectories`: counts in words."""
+    plural = {"trajectory": "trajectories"}
+    return ", ".join(f"{n} {plural.get(kind, kind + 's')}" for kind, n in counts.items())
 
 
 TenantOpt = Annotated[

@@ -25,3 +25,16 @@ def test_flags_show_no_type_and_options_their_defaults():
         assert "<bool>" not in shown.output, command
     retrieve = runner.invoke(app, ["retrieve", "--help"]).output
     assert "[default: draft]" in retrieve and "<str>" in retrieve
+
+
+def test_counts_print_in_words():
+    from memory_service.cli.bundles import counts_text
+
+    words = counts_text({"lesson": 816, "trajectory": 2, "outcome": 0})
+    assert words == "816 lessons, 2 trajectories, 0 outcomes"
+
+
+def test_live_summary_prints_configurations_as_name_value():
+    from agent_client.live import config_text
+
+    assert config_text({"BLOCK_N": 256, "num_warps": 4}) == "BLOCK_N=256 num_warps=4"
