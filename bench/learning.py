@@ -48,6 +48,8 @@ ARMS: dict[str, dict[str, Any] | None] = {
     "value_backoff": {"lam": 0.5, "backoff": True, "k_recall": 60, "values": "chain"},
     "generalised": {"lam": 0.5, "k_recall": 60, "values": "generalised", "value_floor": 0.1},
     "default": {},
+    # the service's defaults with recorded claims weighed by how well they reproduced
+    "trust": {"claim_power": 2.0},
 }
 CLEAN = MemoryNoise()  # the memory is told the recording as it is
 # index=memory: exact cosine over the (small) lesson set, no Chroma directory per run.

@@ -208,7 +208,7 @@ class MemoryService:
             self.store,
             self.index,
             self.embedder,
-            self.rebuild_values,
+            self._maintenance.rebuild_in,
             path,
             self._tenant(tenant),
         )

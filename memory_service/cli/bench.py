@@ -57,7 +57,7 @@ def bench_learning(
         list[str] | None,
         typer.Option(
             help="arms to run (repeatable): random, similarity, value, value_backoff,"
-            " generalised, default; all by default"
+            " generalised, default, trust; all by default"
         ),
     ] = None,
     embedder: Annotated[str, typer.Option(help="service embedder: minilm or hashing")] = "minilm",

@@ -53,7 +53,11 @@ def value_estimates(
         return toolchains.estimates(ranking)
     if ranking.values == "generalised" and chip:
         settings = GeneralisedSettings(
-            q0=ranking.q0, kappa=ranking.kappa, affinity_floor=ranking.affinity_floor
+            q0=ranking.q0,
+            kappa=ranking.kappa,
+            affinity_floor=ranking.affinity_floor,
+            claim_power=ranking.claim_power,
+            claim_kappa=ranking.claim_kappa,
         )
         return evidence.estimates(session, tenant, lesson_ids, stage, chip, settings)
     return chain_estimates(session, lesson_ids, stage, chain, ranking)

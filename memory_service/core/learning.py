@@ -16,7 +16,7 @@ from sqlmodel import col, select
 
 import platforms
 from ingest.records import stable_hash
-from memory_service.core import ids
+from memory_service.core import candidates, ids
 from memory_service.core.candidates import gating_conditions, write_retrieval
 from memory_service.core.embedder import Embedder
 from memory_service.core.errors import InvalidInput
@@ -210,6 +210,7 @@ class LearningLoop:
                 ci_low=ranked.ci_low,
                 ci_high=ranked.ci_high,
                 value_terms=ranked.value_terms,
+                claim_trust=ranked.claim_trust,
             ),
         )
 
@@ -272,7 +273,8 @@ class LearningLoop:
                     return ReportResponse(**{**previous.response, "duplicate": True})
             returned = [r["id"] for r in retrieval.results]
             used = list(dict.fromkeys(request.used)) if request.used is not None else returned
-            unknown = [lid for lid in used if lid not in returned]
+            own = candidates.own_lessons(session, used, tenant)  # whatever a retrieval row says
+            unknown = [lid for lid in used if lid not in returned or lid not in own]
             if unknown:
                 raise InvalidInput(
                     f"lessons not returned by retrieval {retrieval.id}: {', '.join(unknown)}",

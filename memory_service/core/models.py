@@ -5,7 +5,8 @@ evidence models they hold live in `transfer_models`.
 Inputs are bounded at the door, so nothing accepted can fail later: free JSON (`hint`,
 `applicability.signature`, `provenance`, `task.signature`) is plain strict JSON of at most
 `JSON_MAX_DEPTH` levels and `JSON_MAX_BYTES` bytes; numbers are finite (no NaN or Infinity)
-and not booleans; latencies lie within what a measurement can be.
+and not booleans; latencies lie within what a measurement can be; every string of a request
+is text that the store can keep and serve back (`Inbound`: no NUL, no lone surrogate).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ingest.validate import MAX_LATENCY_MS, json_problem
+from memory_service.core.inbound import Inbound
 from memory_service.core.transfer_models import (
     EvidencePublic,
     GlossaryEntryPublic,
@@ -51,7 +53,7 @@ Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 Latency = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=1e-9, le=MAX_LATENCY_MS)]
 
 
-class Applicability(BaseModel):
+class Applicability(Inbound):
     """Where a lesson applies; an empty list means any."""
 
     model_config = ConfigDict(extra="forbid")
@@ -75,13 +77,13 @@ class LessonBase(BaseModel):
     applicability: Applicability = Field(default_factory=Applicability)
 
 
-class LessonCreate(LessonBase):
+class LessonCreate(Inbound, LessonBase):
     model_config = ConfigDict(extra="forbid")
 
     provenance: FreeJSON = Field(default_factory=dict)
 
 
-class LessonsCreate(BaseModel):
+class LessonsCreate(Inbound):
     model_config = ConfigDict(extra="forbid")
 
     lessons: list[LessonCreate] = Field(min_length=1, max_length=1000)
@@ -93,7 +95,7 @@ class LessonsCreated(BaseModel):
     created: list[str] = Field(default_factory=list, description="ids newly stored")
 
 
-class LessonUpdate(BaseModel):
+class LessonUpdate(Inbound):
     model_config = ConfigDict(extra="forbid")
 
     kind: LessonKind | None = None
@@ -143,7 +145,7 @@ class LessonList(BaseModel):
     )
 
 
-class LessonFilter(BaseModel):
+class LessonFilter(Inbound):
     """Which lessons to list, and the page: one query value shared by every door."""
 
     kind: LessonKind | None = Field(None, description="only this kind")
@@ -179,7 +181,7 @@ class LessonFilter(BaseModel):
         return value
 
 
-class TaskIn(BaseModel):
+class TaskIn(Inbound):
     model_config = ConfigDict(extra="forbid")
 
     op: str | None = Field(None, max_length=128)
@@ -188,7 +190,7 @@ class TaskIn(BaseModel):
     dtype: str | None = Field(None, max_length=32)
 
 
-class ContextIn(BaseModel):
+class ContextIn(Inbound):
     model_config = ConfigDict(extra="forbid")
 
     chip: str | None = Field(None, max_length=128)
@@ -209,7 +211,7 @@ class ContextIn(BaseModel):
         return {k.strip().lower(): v.strip() for k, v in value.items() if k.strip()}
 
 
-class RetrieveOptions(BaseModel):
+class RetrieveOptions(Inbound):
     """Per-request overrides of the ranking settings."""
 
     model_config = ConfigDict(extra="forbid")
@@ -237,9 +239,15 @@ class RetrieveOptions(BaseModel):
         le=1.0,
         description="generalised values: the least weight any other chip's evidence gets",
     )
+    claim_power: Number | None = Field(
+        None,
+        ge=0.0,
+        le=8.0,
+        description="generalised values: how sharply contradicted recorded claims lose weight",
+    )
 
 
-class RetrieveRequest(BaseModel):
+class RetrieveRequest(Inbound):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field("", max_length=10_000)
@@ -262,6 +270,9 @@ class Breakdown(BaseModel):
     ci_high: float
     value_terms: dict[str, float] = Field(
         default_factory=dict, description="share of the value's weight per term it came from"
+    )
+    claim_trust: dict[str, float] = Field(
+        default_factory=dict, description="recorded terms discounted by failed reproductions"
     )
     toolchain: ToolchainBreakdown | None = Field(
         None, description="present when the query's context names its toolchain"
@@ -298,7 +309,7 @@ class RetrieveResponse(BaseModel):
     warnings: list[str] = []
 
 
-class OutcomeIn(BaseModel):
+class OutcomeIn(Inbound):
     model_config = ConfigDict(extra="forbid")
 
     compiled: bool
@@ -308,7 +319,7 @@ class OutcomeIn(BaseModel):
     error: str | None = Field(None, max_length=10_000)
 
 
-class ReportRequest(BaseModel):
+class ReportRequest(Inbound):
     model_config = ConfigDict(extra="forbid")
 
     retrieval_id: str = Field(min_length=1, max_length=64)
@@ -355,7 +366,7 @@ class LessonHistory(BaseModel):
     values: list[ValuePublic]
 
 
-class TrajectoriesIn(BaseModel):
+class TrajectoriesIn(Inbound):
     model_config = ConfigDict(extra="forbid")
 
     trajectories: list[dict[str, Any]] = Field(min_length=1, max_length=1000)

@@ -73,6 +73,20 @@ class Settings(BaseSettings):
         le=1.0,
         description="generalised values: the least weight any other chip's evidence gets",
     )
+    claim_power: float = Field(
+        0.0,
+        ge=0.0,
+        le=8.0,
+        description="generalised values: how sharply a recorded space whose claims failed to"
+        " reproduce in reported outcomes loses weight (trust ** power; 0 = never)",
+    )
+    claim_kappa: float = Field(
+        2.0,
+        gt=0.0,
+        le=100.0,
+        description="generalised values: reproductions at which a space's record weighs as"
+        " much as its prior trust",
+    )
 
     # Values (DESIGN sections 4 and 5).
     alpha: float = Field(0.3, gt=0.0, le=1.0, description="value learning rate")
@@ -119,6 +133,8 @@ class Settings(BaseSettings):
             "values": self.values,
             "value_floor": self.value_floor,
             "affinity_floor": self.affinity_floor,
+            "claim_power": self.claim_power,
+            "claim_kappa": self.claim_kappa,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return RankingSettings(**values)  # type: ignore[arg-type]  # knobs of mixed types

@@ -21,7 +21,7 @@ from sqlalchemy import Connection, event, inspect, text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, create_engine
 
-from memory_service.core import auth, dirlock, schema  # noqa: F401  (registers the tables)
+from memory_service.core import auth, dirlock, quota, schema  # noqa: F401  (registers the tables)
 from memory_service.core.settings import Settings
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"

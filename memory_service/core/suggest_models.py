@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from memory_service.core.inbound import Inbound
 from memory_service.core.models import (
     ContextIn,
     Latency,
@@ -117,7 +118,7 @@ class ObservationIn(BaseModel):
         return self
 
 
-class SuggestRequest(BaseModel):
+class SuggestRequest(Inbound):
     """Task, context, space and the run's observations so far: what to try next."""
 
     model_config = ConfigDict(extra="forbid")

@@ -7,8 +7,8 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from memory_service.core.auth import create_key
+from memory_service.core.quota import SharedWriteQuota
 from memory_service.http.app import create_app
-from memory_service.http.ratelimit import WriteQuota
 
 
 def lesson(text: str) -> dict:
@@ -48,9 +48,9 @@ def test_keyless_local_use_is_not_limited(make_service):
             assert client.post("/v1/lessons", json=lesson(f"local {i}")).status_code == 201
 
 
-def test_quota_refills_at_its_rate():
+def test_quota_refills_at_its_rate(service):
     now = [0.0]
-    quota = WriteQuota(60, clock=lambda: now[0])
+    quota = SharedWriteQuota(service.engine, 60, clock=lambda: now[0])
     assert all(quota.take("k") == 0.0 for _ in range(60))
     wait = quota.take("k")
     assert 0.9 < wait <= 1.0

@@ -1,0 +1,104 @@
+"""Claims against outcomes in the service: a recorded space whose timings fail to reproduce in
+reported outcomes loses weight in every lesson it informs, the breakdown says by how much, and
+`values rebuild` reproduces the live values (SYNTHETIC trajectories, invented times)."""
+
+from __future__ import annotations
+
+from ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
+from memory_service.core.models import OutcomeIn, ReportRequest, RetrieveRequest
+
+KEYS = ["bx"]
+TRUE_A4000 = {16: 4.0, 32: 2.0, 64: 1.0, 128: 1.5}  # what running on an a4000 measures
+CLAIMED_A4000 = {16: 1.0, 32: 0.5, 64: 2.0, 128: 3.0}  # a run recorded under the a4000's name
+
+
+def _trajectory(chip: str, times: dict[int, float], source: str) -> TrajectoryRecord:
+    return TrajectoryRecord(
+        source_format="native",
+        source=source,
+        task=TaskSpec("synthgemm", signature={"problem_size": [256], "tune_params_keys": KEYS}),
+        context=ContextSpec(chip, "cuda"),
+        attempts=[
+            AttemptRecord(i, {"bx": bx}, latency_ms=t) for i, (bx, t) in enumerate(times.items())
+        ],
+        synthetic=True,
+    )
+
+
+def _retrieve(service, claim_power: float):
+    return service.retrieve(
+        RetrieveRequest(
+            query="tune synthgemm",
+            task={
+                "op": "synthgemm",
+                "signature": {"problem_size": [256], "tune_params_keys": KEYS},
+            },
+            context={"chip": "a4000"},
+            stage="refine",
+            k=30,
+            options={"values": "generalised", "k_recall": 60, "claim_power": claim_power},
+        )
+    )
+
+
+def _values(response) -> dict[str, tuple[float, dict[str, float], dict[str, float]]]:
+    return {
+        x.id: (x.breakdown.value, x.breakdown.value_terms, x.breakdown.claim_trust)
+        for x in response.lessons
+    }
+
+
+def test_contradicted_claims_lose_weight_and_rebuild_reproduces_it(make_service) -> None:
+    service = make_service(index="memory")
+    service.ingest(
+        [
+            _trajectory("a4000", CLAIMED_A4000, "synthetic/mislabelled"),
+            _trajectory("a100", {16: 2.0, 32: 1.5, 64: 0.5, 128: 0.8}, "synthetic/a100"),
+        ]
+    )
+    first = _retrieve(service, 2.0)
+    exemplars = {x.hint["config"]["bx"]: x for x in first.lessons if (x.hint or {}).get("config")}
+    assert all(not x.breakdown.claim_trust for x in first.lessons)  # nothing re-measured yet
+    # The claimed-fast configurations run at the a4000's true times: 4x and 4x slower.
+    for bx in (32, 16):
+        retrieval = _retrieve(service, 2.0)
+        service.report(
+            ReportRequest(
+                retrieval_id=retrieval.retrieval_id,
+                used=[exemplars[bx].id],
+                outcome=OutcomeIn(compiled=True, correct=True, latency_ms=TRUE_A4000[bx]),
+            )
+        )
+    live = _values(_retrieve(service, 2.0))
+    # ratios 0.5/2 and 1/4: trust ((0.25 + 0.25 + 2) / (2 + 2)) ** 2 for every lesson's
+    # recorded term on the a4000, whichever run it was distilled from
+    expected = ((0.5 + 2.0) / 4.0) ** 2
+    recorded = [trust for _, _, trust in live.values() if "recorded:chip:a4000" in trust]
+    assert recorded and all(abs(t["recorded:chip:a4000"] - expected) < 1e-9 for t in recorded)
+    assert all("recorded:chip:a100" not in trust for _, _, trust in live.values())
+    # without the term (power 0) the same log gives the undiscounted values
+    plain = _values(_retrieve(service, 0.0))
+    lid = exemplars[32].id
+    assert plain[lid][1]["recorded:chip:a4000"] > live[lid][1]["recorded:chip:a4000"]
+    assert plain[lid][0] > live[lid][0]  # its claimed reach 1.0 on the a4000 counts less
+    assert service.rebuild_values() == 2
+    assert _values(_retrieve(service, 2.0)) == live
+
+
+def test_reproduced_claims_keep_full_trust(make_service) -> None:
+    service = make_service(index="memory")
+    service.ingest([_trajectory("a4000", TRUE_A4000, "synthetic/a4000")])
+    exemplar = next(x for x in _retrieve(service, 2.0).lessons if (x.hint or {}).get("config"))
+    retrieval = _retrieve(service, 2.0)
+    service.report(
+        ReportRequest(
+            retrieval_id=retrieval.retrieval_id,
+            used=[exemplar.id],
+            outcome=OutcomeIn(
+                compiled=True,
+                correct=True,
+                latency_ms=TRUE_A4000[exemplar.hint["config"]["bx"]] * 0.9,
+            ),
+        )
+    )
+    assert all(not x.breakdown.claim_trust for x in _retrieve(service, 2.0).lessons)
