@@ -65,12 +65,19 @@ def context_warnings(context: ContextIn, chip: str | None, chain: list[str]) -> 
 class LearningLoop:
     """Retrieval, outcome reports and lesson histories."""
 
-    def __init__(self, store: Store, index: VectorIndex, embedder: Embedder, settings: Settings):
+    def __init__(
+        self,
+        store: Store,
+        index: VectorIndex,
+        embedder: Embedder,
+        settings: Settings,
+        evidence: Evidence | None = None,
+    ):
         self.store = store
         self.index = index
         self.embedder = embedder
         self.settings = settings
-        self.evidence = Evidence()
+        self.evidence = evidence or Evidence()
 
     @staticmethod
     def resolve_context(context: ContextIn) -> tuple[str | None, str | None, list[str]]:
