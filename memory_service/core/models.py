@@ -312,10 +312,25 @@ class OutcomeIn(Inbound):
     model_config = ConfigDict(extra="forbid")
 
     compiled: bool
-    correct: bool | None = None
+    correct: bool | None = Field(
+        None,
+        description="did the output match the reference; required when compiled is true, "
+        "unless error says how the attempt failed",
+    )
     latency_ms: Latency | None = None
     best_before_ms: Latency | None = None
     error: str | None = Field(None, max_length=10_000)
+
+    @model_validator(mode="after")
+    def _result_given(self) -> OutcomeIn:
+        # Without it the attempt would count as a failure (reward -1): silent wrong data.
+        if self.compiled and self.correct is None and not self.error:
+            raise ValueError(
+                "say whether the attempt was correct: give correct true or false (an attempt "
+                "that did not compile gives compiled false; one that failed another way may "
+                "give its error instead)"
+            )
+        return self
 
 
 class ReportRequest(Inbound):

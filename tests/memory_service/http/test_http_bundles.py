@@ -31,7 +31,10 @@ RETRIEVE = {
 def _fill(client: TestClient) -> None:
     assert client.post("/v1/lessons", json={"lessons": [LESSON]}).status_code == 201
     retrieval = client.post("/v1/retrieve", json=RETRIEVE).json()
-    body = {"retrieval_id": retrieval["retrieval_id"], "outcome": {"compiled": True}}
+    body = {
+        "retrieval_id": retrieval["retrieval_id"],
+        "outcome": {"compiled": True, "correct": True},
+    }
     assert client.post("/v1/outcomes", json=body).status_code == 200
 
 
