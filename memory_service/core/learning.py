@@ -18,6 +18,7 @@ import platforms
 from ingest.records import stable_hash
 from memory_service.core import candidates, ids
 from memory_service.core.candidates import gating_conditions, write_retrieval
+from memory_service.core.context_notes import context_warnings
 from memory_service.core.embedder import Embedder
 from memory_service.core.errors import InvalidInput
 from memory_service.core.estimates import ranking_of, value_estimates
@@ -47,19 +48,6 @@ from memory_service.core.values import apply_reward, compute_reward
 from retrieval.gating import Query, gate
 from retrieval.query import query_text
 from retrieval.ranking import Candidate, rank, recall_size
-
-
-def context_warnings(context: ContextIn, chip: str | None, chain: list[str]) -> list[str]:
-    """A chip name the registry does not know is served as an unknown chip of its backend: say so,
-    with the nearest known names, as ingest does for unknown devices."""
-    if not context.chip or chip is not None:
-        return []
-    near = platforms.close_chips(context.chip)
-    hint = f"; did you mean {', '.join(near)}?" if near else ""
-    return [
-        f"unknown chip {context.chip!r}: ranked as an unknown {chain[0].split(':')[-1]} chip "
-        f"(scopes {' → '.join(chain)}), so no chip or family values apply{hint}"
-    ]
 
 
 class LearningLoop:
