@@ -26,9 +26,9 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 Space = Mapping[str, tuple[Any, ...]]
 Key = tuple[Any, ...]
@@ -370,27 +370,46 @@ def next_suggestion(state: SuggestState, rng: random.Random) -> Suggestion:
     return memory_step(state) or search_step(state, rng)
 
 
-# The seam for model-based suggestions (source "model"): given the round's state and how many
-# are wanted, a model returns configurations in its own order; `suggest` keeps the fresh ones.
-ModelProposer = Callable[[SuggestState, int], Sequence[Suggestion]]
+# Feasible outcomes of the run before a model may lead: the memory's exemplars open the run.
+MODEL_OPENING = 2
+
+
+class ModelProposer(Protocol):
+    """The seam for model-based suggestions (source "model")."""
+
+    def __call__(self, state: SuggestState, n: int) -> Sequence[Suggestion]:
+        """Up to n configurations in the model's own order (`suggest` keeps the fresh ones)."""
+
+    def leads(self, state: SuggestState, memory: Suggestion | None) -> bool:
+        """Whether the model's next configuration goes before the memory's next one."""
 
 
 def suggest(
     state: SuggestState, k: int, seed: int, model: ModelProposer | None = None
 ) -> list[Suggestion]:
     """Up to k distinct fresh configurations: the memory's in its order, then the model's
-    (when given), then the search's. Fewer than k only when the space runs out."""
+    (when given), then the search's; the model's first when it leads (it predicts its own
+    next configuration faster than the memory's, once the run has its opening). Fewer than k
+    only when the space runs out."""
     rng = random.Random(seed)
     out: list[Suggestion] = []
+
+    def from_model() -> None:
+        assert model is not None
+        for suggestion in model(state, k - len(out)):
+            if len(out) < k and state.fresh(suggestion.config):
+                out.append(state.offer(suggestion))
+
+    led = model is not None and model.leads(state, memory_step(state))
+    if led:
+        from_model()
     while len(out) < k:
         step = memory_step(state)
         if step is None:
             break
         out.append(state.offer(step))
-    if model is not None and len(out) < k:
-        for suggestion in model(state, k - len(out)):
-            if len(out) < k and state.fresh(suggestion.config):
-                out.append(state.offer(suggestion))
+    if model is not None and not led and len(out) < k:
+        from_model()
     while len(out) < k:
         try:
             out.append(state.offer(search_step(state, rng)))

@@ -52,12 +52,13 @@ def bench_learning(
         list[Path] | None, typer.Option(help="loo: extra caches used only as sources")
     ] = None,
     seeds: Annotated[int, typer.Option(help="stream orders (lifelong) or source orders")] = 5,
-    budget: Annotated[int, typer.Option(help="attempts per task")] = 20,
+    budget: Annotated[int, typer.Option(help="attempts per task (1 to 100)", min=1, max=100)] = 20,
     arms: Annotated[
         list[str] | None,
         typer.Option(
             help="arms to run (repeatable): random, similarity, value, value_backoff,"
-            " generalised, default, trust; all by default"
+            " generalised, claims_off, exemplars, default (the service's search with its"
+            " performance model); all by default"
         ),
     ] = None,
     embedder: Annotated[str, typer.Option(help="service embedder: minilm or hashing")] = "minilm",

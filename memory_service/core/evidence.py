@@ -246,12 +246,18 @@ class Evidence:
         signature = (evidence.signature, newest)
         spaces = self.spaces(session, tenant)
         with self._lock:
-            if state.last_id == last_id < newest:  # another thread may have read them first
+            added = state.last_id == last_id < newest  # another thread may have read them first
+            if added:
                 state.items.extend(fresh)
                 state.last_id = newest
-            if state.signature != signature:
+            if state.signature == signature:
+                return dict(state.checks)
+            if added and state.signature == (evidence.signature, last_id):
+                # only new outcomes: their reproductions add to the sums already made
+                state.checks = claim_checks(fresh, evidence.lessons, spaces, state.checks)
+            else:
                 state.checks = claim_checks(state.items, evidence.lessons, spaces)
-                state.signature = signature
+            state.signature = signature
             return dict(state.checks)
 
     def claim_rows(
