@@ -87,6 +87,32 @@ def _retrieve_body(
     return body
 
 
+def _suggest_body(
+    task: dict[str, Any],
+    context: dict[str, Any],
+    space: dict[str, Any],
+    observations: Iterable[dict[str, Any]] | None,
+    k: int,
+    stage: Stage | None,
+    options: dict[str, Any] | None,
+    seed: int | None,
+) -> dict[str, Any]:
+    if "params" not in space:
+        space = {"params": space}
+    body: dict[str, Any] = {
+        "task": task,
+        "context": context,
+        "space": space,
+        "observations": list(observations or ()),
+        "k": k,
+        "stage": stage,
+        "seed": seed,
+    }
+    if options:
+        body["options"] = options
+    return body
+
+
 def _report_request(
     retrieval_id: str, outcome: Outcome, used: list[str] | None, idempotency_key: str | None
 ) -> tuple[dict[str, Any], dict[str, str]]:
@@ -137,6 +163,23 @@ class MemoryClient:
     ) -> Retrieval:
         body = _retrieve_body(task, context, stage, k, query, options)
         return Retrieval.from_json(self._call("POST", "/v1/retrieve", json=body))
+
+    def suggest(
+        self,
+        task: dict[str, Any],
+        context: dict[str, Any],
+        space: dict[str, Any],
+        observations: Iterable[dict[str, Any]] | None = None,
+        k: int = 5,
+        stage: Stage | None = None,
+        options: dict[str, Any] | None = None,
+        seed: int | None = None,
+    ) -> dict[str, Any]:
+        """Up to k untried configurations of `space` ({"params": {name: [values]}, "valid":
+        [...] | None}, or the params alone), in the memory's order (POST /v1/suggest).
+        Report each one's outcome with the answer's `retrieval_id` and its lessons' ids."""
+        body = _suggest_body(task, context, space, observations, k, stage, options, seed)
+        return self._call("POST", "/v1/suggest", json=body)
 
     def report(
         self,
@@ -209,6 +252,22 @@ class AsyncMemoryClient:
     ) -> Retrieval:
         body = _retrieve_body(task, context, stage, k, query, options)
         return Retrieval.from_json(await self._call("POST", "/v1/retrieve", json=body))
+
+    async def suggest(
+        self,
+        task: dict[str, Any],
+        context: dict[str, Any],
+        space: dict[str, Any],
+        observations: Iterable[dict[str, Any]] | None = None,
+        k: int = 5,
+        stage: Stage | None = None,
+        options: dict[str, Any] | None = None,
+        seed: int | None = None,
+    ) -> dict[str, Any]:
+        """Up to k untried configurations of `space`, in the memory's order (see
+        `MemoryClient.suggest`)."""
+        body = _suggest_body(task, context, space, observations, k, stage, options, seed)
+        return await self._call("POST", "/v1/suggest", json=body)
 
     async def report(
         self,

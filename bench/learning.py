@@ -26,12 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from agent_client.client import MemoryClient
-from agent_client.proposers import create_proposer
+from agent_client.proposers import Proposer, create_proposer
 from agent_client.run import run_graph
 from bench import machine
 from bench.learning_lifelong import lifelong_report, ranking_quality, run_random, run_stream
+from bench.learning_noise import MemoryNoise, NoisyMemory
 from bench.learning_summary import family_means, goals, summarise, summary_of
-from bench.learning_tasks import Task, best_in_memory, discover_tasks, naive_transfer
+from bench.learning_tasks import Task, discover_tasks, naive_transfer
 from kernels.runners.replay import ReplayRunner
 
 DEFAULT_CACHES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "kerneltuner"
@@ -46,10 +47,32 @@ ARMS: dict[str, dict[str, Any] | None] = {
     "value": {"lam": 0.5, "backoff": False, "k_recall": 60, "values": "chain"},
     "value_backoff": {"lam": 0.5, "backoff": True, "k_recall": 60, "values": "chain"},
     "generalised": {"lam": 0.5, "k_recall": 60, "values": "generalised", "value_floor": 0.1},
+    "exemplars": {},
     "default": {},
+    # the service's defaults without weighing recorded claims by how well they reproduced
+    # (the noisy-memory sweep's `default`, before claim_power 2 became the default)
+    "claims_off": {"claim_power": 0.0},
 }
+# The proposer of each arm's scored runs: `default` is what a user's agent gets, the service's
+# own search through POST /v1/suggest (exemplars first, then its performance model);
+# `exemplars` is the structured proposer over the service's default ranking (the default
+# before the model). loo source runs always use the structured proposer, since they hide their
+# own chip's lessons and the service's search cannot.
+PROPOSERS: dict[str, str] = {"default": "suggest"}
+MAX_BUDGET = 100
+CLEAN = MemoryNoise()  # the memory is told the recording as it is
 # index=memory: exact cosine over the (small) lesson set, no Chroma directory per run.
-SERVICE_SETTINGS: dict[str, Any] = {"index": "memory"}
+# model_wait_s: a suggest waits for the model trained on what was just ingested, so that a
+# run's answers do not depend on how fast the machine trains (a user's service never waits).
+SERVICE_SETTINGS: dict[str, Any] = {"index": "memory", "model_wait_s": 300.0}
+
+
+def arm_proposer(arm: str, client: MemoryClient, options: dict[str, Any] | None) -> Proposer:
+    """The proposer of an arm's scored runs (see PROPOSERS)."""
+    name = PROPOSERS.get(arm, "structured")
+    if name == "suggest":
+        return create_proposer("suggest", client=client, options=options)
+    return create_proposer(name)
 
 
 class LiveService:
@@ -100,14 +123,16 @@ def run_loo_arm(
     budget: int,
     k: int,
     factory: Callable[[], LiveService],
+    memory: NoisyMemory,
 ) -> dict[str, Any]:
-    """One (arm, seed) on one target: source runs to gather values, then the target run."""
+    """One (arm, seed) on one target: source runs to gather values, then the target run.
+    `memory` says what the sources' runs tell the memory (noisy, mislabelled or as recorded)."""
     options = ARMS[arm]
     if options is None:
         return run_random(target, seed, budget)
     live = factory()
     try:
-        live.service.ingest([s.trajectory() for s in sources])
+        live.service.ingest([memory.trajectory(s) for s in sources])
         with MemoryClient(live.url) as client:
             settings: dict[str, Any] = {"seed": seed, "k": k, "widen_k": WIDEN_K}
             settings["options"] = options
@@ -124,10 +149,10 @@ def run_loo_arm(
                     **settings,
                 )
             quality = ranking_quality(client, target, options)
-            quality["best_in_memory"] = best_in_memory(target, sources)
+            quality["best_in_memory"] = memory.best_in_memory(target, sources)
             result = run_graph(
                 ReplayRunner(recording=target.recording),
-                create_proposer("structured"),
+                arm_proposer(arm, client, options),
                 client,
                 budget,
                 run_id=f"{target.name}-{arm}-{seed}",
@@ -151,9 +176,11 @@ def run_loo(
     k: int,
     factory: Callable[[], LiveService],
     log: Callable[[str], None],
+    noise: MemoryNoise = CLEAN,
 ) -> dict[str, Any]:
     """Leave-one-chip-out over every task that has at least one source of its family."""
     started = time.time()
+    plans = [noise.plan(tasks + extra, s) for s in range(seeds)]
     results: dict[str, Any] = {}
     for target in tasks:
         sources = [t for t in tasks + extra if t.family == target.family and t.chip != target.chip]
@@ -162,7 +189,10 @@ def run_loo(
             continue
         per_arm = {}
         for arm in arms:
-            runs = [run_loo_arm(arm, target, sources, s, budget, k, factory) for s in range(seeds)]
+            runs = [
+                run_loo_arm(arm, target, sources, s, budget, k, factory, plans[s])
+                for s in range(seeds)
+            ]
             per_arm[arm] = summarise(runs, target.optimum_ms, budget)
             per_arm[arm]["origins"] = [r["origins"] for r in runs]
             means = per_arm[arm]["fraction_at"]
@@ -189,6 +219,7 @@ def run_loo(
         "families": families,
         "goals": goals(summary, families),
         "best_single_transfer": sum(transfers) / len(transfers) if transfers else 0.0,
+        "mislabelled": [plan.mislabelled() for plan in plans],
     }
 
 
@@ -201,9 +232,11 @@ def run_lifelong(
     k: int,
     factory: Callable[[], LiveService],
     log: Callable[[str], None],
+    noise: MemoryNoise = CLEAN,
 ) -> dict[str, Any]:
     """Every arm over `seeds` stream orders of the tasks (warm-up tasks first, not scored)."""
     runs: dict[str, list[dict[str, Any]]] = {}
+    plans = [noise.plan(tasks + warmup, s) for s in range(seeds)]
     for arm in arms:
         options = ARMS[arm]
         runs[arm] = []
@@ -218,9 +251,22 @@ def run_lifelong(
                 ]
                 continue
             runs[arm] += run_stream(
-                arm, options, tasks, warmup, seed, budget, k, WIDEN_K, factory, log
+                arm,
+                options,
+                tasks,
+                warmup,
+                seed,
+                budget,
+                k,
+                WIDEN_K,
+                factory,
+                log,
+                plans[seed],
+                arm_proposer,
             )
-    return lifelong_report(runs, tasks, warmup, budget)
+    report = lifelong_report(runs, tasks, warmup, budget)
+    report["mislabelled"] = [plan.mislabelled() for plan in plans]
+    return report
 
 
 def run_learning_bench(
@@ -238,6 +284,7 @@ def run_learning_bench(
     note: str = "",
     embedder: str = "minilm",
     log: Callable[[str], None] | None = None,
+    noise: MemoryNoise | None = None,
 ) -> dict[str, Any]:
     """Run one protocol; write JSON (with a top-level `summary` per arm), Markdown and PNG.
 
@@ -251,6 +298,8 @@ def run_learning_bench(
         k: lessons per retrieval; quick: 1 seed, 6 attempts (for tests).
         arms: a subset of ARMS (all by default). note: a line the Markdown carries.
         embedder: the service's embedder (`minilm`, the default, or `hashing`).
+        noise: what enters the memory is noisy and/or mislabelled (`bench.learning_noise`);
+            what the agent measures and is scored on stays the true recording.
     """
     from bench.learning_lifelong_report import write_markdown as lifelong_markdown
     from bench.learning_lifelong_report import write_plot as lifelong_plot
@@ -260,9 +309,12 @@ def run_learning_bench(
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r}; valid: {', '.join(PROTOCOLS)}")
     log = log or (lambda message: print(message, flush=True))
+    if not 1 <= budget <= MAX_BUDGET:
+        raise ValueError(f"budget {budget}: attempts per task run from 1 to {MAX_BUDGET}")
     if quick:
         seeds, budget = 1, min(budget, 6)
     arms = arms or list(ARMS)
+    noise = noise or CLEAN
     unknown = [a for a in arms if a not in ARMS]
     if unknown:
         raise ValueError(f"unknown arms {unknown}; valid: {', '.join(ARMS)}")
@@ -278,9 +330,9 @@ def run_learning_bench(
 
     started = time.time()
     if protocol == "loo":
-        body = run_loo(tasks, extra, arms, seeds, budget, k, factory, log)
+        body = run_loo(tasks, extra, arms, seeds, budget, k, factory, log, noise)
     else:
-        body = run_lifelong(tasks, warm, arms, seeds, budget, k, factory, log)
+        body = run_lifelong(tasks, warm, arms, seeds, budget, k, factory, log, noise)
     report = {
         "benchmark": "learning",
         "protocol": protocol,
@@ -294,6 +346,7 @@ def run_learning_bench(
         "k": k,
         "arms": {a: ARMS[a] for a in arms},
         "service_settings": settings,
+        "noise": {"sigma": noise.sigma, "mislabel": noise.mislabel},
         "machine": machine(),
         "note": note,
         **body,

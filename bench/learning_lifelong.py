@@ -24,8 +24,9 @@ from agent_client.client import MemoryClient
 from agent_client.graph import query_text
 from agent_client.proposers import create_proposer
 from agent_client.run import run_graph
+from bench.learning_noise import NoisyMemory
 from bench.learning_summary import family_means, fractions, goals, summarise, summary_of
-from bench.learning_tasks import Task, best_in_memory, naive_transfer
+from bench.learning_tasks import Task, naive_transfer
 from kernels.runners.replay import ReplayRunner
 
 TOP_K = (1, 3, 5)
@@ -94,8 +95,13 @@ def run_stream(
     widen_k: int,
     service_factory: Callable[[], Any],
     log: Callable[[str], None],
+    memory: NoisyMemory,
+    proposer_for: Callable[[str, Any, dict[str, Any] | None], Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """One arm, one seed: the whole stream through one memory; results of the scored tasks."""
+    """One arm, one seed: the whole stream through one memory; results of the scored tasks.
+    `memory` says what each finished run tells the memory (noisy, mislabelled or as recorded)."""
+    if proposer_for is None:
+        proposer_for = lambda *_: create_proposer("structured")  # noqa: E731
     stream = [(t, False) for t in stream_order(warmup, seed)]
     stream += [(t, True) for t in stream_order(scored, seed)]
     live = service_factory()
@@ -104,22 +110,24 @@ def run_stream(
         with MemoryClient(live.url) as client:
             position = 0
             ingested: list[Task] = []
-            for task, is_scored in stream:
+            for index, (task, is_scored) in enumerate(stream):
                 quality = ranking_quality(client, task, options) if is_scored else {}
                 if is_scored:
-                    quality["best_in_memory"] = best_in_memory(task, ingested)
+                    quality["best_in_memory"] = memory.best_in_memory(task, ingested)
                 result = run_graph(
                     ReplayRunner(recording=task.recording),
-                    create_proposer("structured"),
+                    proposer_for(arm, client, options),
                     client,
                     budget,
-                    run_id=f"{task.name}-{arm}-{seed}",
+                    # unique per run: a stream may hold one (family, chip) twice (a GPU
+                    # re-tuned), and a repeated run id would repeat its idempotency keys
+                    run_id=f"{arm}-{seed}-{index}-{task.name}",
                     seed=seed,
                     k=k,
                     widen_k=widen_k,
                     options=options,
                 )
-                live.service.ingest([task.trajectory()])
+                live.service.ingest([memory.trajectory(task)])
                 ingested.append(task)
                 if is_scored:
                     results.append(

@@ -69,18 +69,36 @@ def goal_rows(goals: dict[str, bool]) -> list[str]:
 
 
 def header(report: dict[str, Any], title: str) -> list[str]:
+    return (
+        [
+            f"# {title}\n",
+            f"Caches: {', '.join(f'`{c}`' for c in report['caches'])}; {report['n_scored']} tasks;"
+            f" seeds {report['seeds']}; budget {report['budget']}; k {report['k']}; embedder"
+            f" {report['service_settings'].get('embedder')}; machine {report['machine']['cpu']},"
+            f" {report['machine']['cores']} cores; {report['elapsed_s']} s. Fractions are of each"
+            " task's recorded optimum, best so far, mean over seeds, then over tasks; top-k is the"
+            " best of the service's first k exemplar configurations of the task's parameter space,"
+            " asked before the task is tuned (no search); best in memory is the best of all the"
+            " exemplar configurations of the task's family in memory then, the most any ranking"
+            " could reach.\n",
+        ]
+        + noise_line(report)
+        + ([f"{report['note']}\n"] if report.get("note") else [])
+    )
+
+
+def noise_line(report: dict[str, Any]) -> list[str]:
+    """What the memory was told, when it was not the recording (`--noise`, `--mislabel`)."""
+    noise = report.get("noise") or {}
+    if not noise.get("sigma") and not noise.get("mislabel"):
+        return []
+    counts = [len(m) for m in report.get("mislabelled", [])]
     return [
-        f"# {title}\n",
-        f"Caches: {', '.join(f'`{c}`' for c in report['caches'])}; {report['n_scored']} tasks;"
-        f" seeds {report['seeds']}; budget {report['budget']}; k {report['k']}; embedder"
-        f" {report['service_settings'].get('embedder')}; machine {report['machine']['cpu']},"
-        f" {report['machine']['cores']} cores; {report['elapsed_s']} s. Fractions are of each"
-        " task's recorded optimum, best so far, mean over seeds, then over tasks; top-k is the"
-        " best of the service's first k exemplar configurations of the task's parameter space,"
-        " asked before the task is tuned (no search); best in memory is the best of all the"
-        " exemplar configurations of the task's family in memory then, the most any ranking"
-        " could reach.\n",
-    ] + ([f"{report['note']}\n"] if report.get("note") else [])
+        f"Noisy memory: every ingested time multiplied by exp(N(0, {noise['sigma']})) and"
+        f" {noise['mislabel']} of the runs ingested under another chip of their backend"
+        f" ({', '.join(map(str, counts)) or 0} mislabelled per seed); the agent measures and is"
+        " scored on the true recording.\n"
+    ]
 
 
 def write_markdown(report: dict[str, Any], path: Path) -> None:

@@ -135,20 +135,6 @@ def discover_tasks(paths: list[Path]) -> list[Task]:
     return [tasks[name] for name in sorted(tasks)]
 
 
-def best_in_memory(target: Task, memory: list[Task]) -> float:
-    """The best any ranking could reach: the best fraction of the target's optimum among the
-    exemplar configurations of the target's family that tasks in memory distil into."""
-    return max(
-        (
-            target.fraction(config)
-            for task in memory
-            if task.family == target.family and task.chip != target.chip
-            for config in task.exemplar_configs()
-        ),
-        default=0.0,
-    )
-
-
 def naive_transfer(target: Task, sources: list[Task]) -> dict[str, float]:
     """Each source chip's best configuration tried once on the target: fraction of its optimum."""
     return {

@@ -4,7 +4,9 @@ Readers check the records they build as they go; `record_problem` is the last ch
 `read_any` (and the HTTP upload of native trajectories) applies to every trajectory, whatever
 its origin: field types, latencies that are finite and plausible, and free JSON (parameters,
 signature, evidence) that holds only strings, finite numbers, booleans and null, nested at
-most `MAX_JSON_DEPTH` levels. A record that passes can always be written as strict JSON.
+most `MAX_JSON_DEPTH` levels, and text that every store can keep and read back (no NUL, no
+lone UTF-16 surrogate, anywhere in the record). A record that passes can always be written as
+strict JSON.
 """
 
 from __future__ import annotations
@@ -37,13 +39,63 @@ def latency_problem(name: str, value: Any) -> str | None:
     return None
 
 
+def text_problem(value: str, at: str) -> str | None:
+    """Why a string cannot be stored and read back as text (by SQLite, PostgreSQL and a JSON
+    response alike): a NUL character, or a lone UTF-16 surrogate; None when it can."""
+    if "\x00" in value:
+        return f"{at} holds a NUL character (U+0000), which cannot be stored"
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{at} holds a lone UTF-16 surrogate, which is not text"
+    return None
+
+
+def _plain_text(value: str) -> bool:
+    return value.isascii() and "\x00" not in value
+
+
+def strings_problem(value: Any, at: str) -> str | None:
+    """The first string (key or value) anywhere in `value` that `text_problem` refuses.
+
+    Walks dicts, lists, tuples and dataclasses (records), so a whole request or record is
+    checked in one call whatever its shape."""
+    stack: list[tuple[Any, str]] = [(value, at)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            if not _plain_text(item):
+                problem = text_problem(item, where)
+                if problem:
+                    return problem
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                if isinstance(key, str) and not _plain_text(key):
+                    problem = text_problem(key, f"{where} key {key[:40]!r}")
+                    if problem:
+                        return problem
+                stack.append((inner, f"{where}.{key}"))
+        elif isinstance(item, list | tuple):
+            stack.extend((inner, f"{where}[{i}]") for i, inner in enumerate(item))
+        elif hasattr(item, "__dataclass_fields__"):
+            stack.extend(
+                (getattr(item, name), f"{where}.{name}") for name in item.__dataclass_fields__
+            )
+    return None
+
+
 def _flat_scalars(value: dict[Any, Any]) -> bool:
     """True for an object of string keys and plain scalars: the common case, checked fast."""
     for key, item in value.items():
         kind = type(item)
-        if type(key) is not str:
+        if type(key) is not str or not _plain_text(key):
             return False
-        if kind is str or kind is bool or item is None:
+        if kind is str:
+            if not _plain_text(item):
+                return False
+            continue
+        if kind is bool or item is None:
             continue
         if kind is float:
             if item - item != 0.0:  # inf - inf and nan - nan are nan
@@ -66,7 +118,14 @@ def json_problem(value: Any, where: str, max_depth: int = MAX_JSON_DEPTH) -> str
             for key, inner in item.items():
                 if not isinstance(key, str):
                     return f"{at} has a non-string key {key!r}"
+                problem = text_problem(key, f"{at} key {key[:40]!r}")
+                if problem:
+                    return problem
                 stack.append((inner, f"{at}.{key}", depth + 1))
+        elif isinstance(item, str):
+            problem = text_problem(item, at)
+            if problem:
+                return problem
         elif isinstance(item, list | tuple):
             stack.extend((inner, f"{at}[{i}]", depth + 1) for i, inner in enumerate(item))
         elif isinstance(item, float) and not math.isfinite(item):
@@ -147,4 +206,5 @@ def record_problem(record: TrajectoryRecord) -> str | None:
         json_problem(task.signature, "task.signature")
         or json_problem(record.evidence, "evidence")
         or json_problem(ctx.toolchain, "context.toolchain")
+        or strings_problem(record, "trajectory")
     )

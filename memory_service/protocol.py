@@ -28,6 +28,7 @@ from memory_service.core.models import (
     RetrieveRequest,
     RetrieveResponse,
 )
+from memory_service.core.suggest_models import SuggestRequest, SuggestResponse
 
 
 class MemoryAPI(Protocol):
@@ -41,6 +42,11 @@ class MemoryAPI(Protocol):
         self, request: ReportRequest, *, idempotency_key: str | None = None
     ) -> ReportResponse:
         """Report an attempt's outcome; the credited lessons' values move."""
+        ...
+
+    def suggest(self, request: SuggestRequest) -> SuggestResponse:
+        """Up to k untried valid configurations of a space, in the memory's order, each with
+        the lessons it rests on and one retrieval id that outcomes credit."""
         ...
 
     def add_lessons(self, lessons: list[LessonCreate]) -> LessonsCreated:

@@ -34,6 +34,7 @@ from memory_service.core.models import (
     RetrieveRequest,
     RetrieveResponse,
 )
+from memory_service.core.suggest_models import SuggestRequest, SuggestResponse
 
 
 class RemoteService:
@@ -80,6 +81,11 @@ class RemoteService:
             "POST", "/v1/outcomes", json=request.model_dump(mode="json"), headers=headers
         )
         return ReportResponse(**body)
+
+    def suggest(self, request: SuggestRequest) -> SuggestResponse:
+        return SuggestResponse(
+            **self._call("POST", "/v1/suggest", json=request.model_dump(mode="json"))
+        )
 
     def list_lessons(self, where: LessonFilter | None = None) -> LessonList:
         params = (where or LessonFilter()).model_dump(exclude_none=True)

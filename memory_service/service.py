@@ -21,6 +21,7 @@ from memory_service.core.audit import transfer_audit
 from memory_service.core.audit_models import TransferAuditPublic
 from memory_service.core.embedder import Embedder, create_embedder
 from memory_service.core.embedding_cache import DiskCachedEmbedder, EmbeddingCache
+from memory_service.core.evidence import Evidence
 from memory_service.core.index import VectorIndex
 from memory_service.core.index_pointers import IndexPointers
 from memory_service.core.indexes import create_index
@@ -43,8 +44,12 @@ from memory_service.core.models import (
     RetrieveRequest,
     RetrieveResponse,
 )
+from memory_service.core.perf_models import PerformanceModels
+from memory_service.core.perf_suggest import ModelSuggester
 from memory_service.core.settings import Settings
 from memory_service.core.store import Store
+from memory_service.core.suggest_models import SuggestRequest, SuggestResponse
+from memory_service.core.suggestions import Suggestions
 from memory_service.core.vector_models import ModelCheckedIndex, VectorModels
 
 
@@ -83,9 +88,17 @@ class MemoryService:
             self.index, VectorModels(self.store), self.embedder.fingerprint
         )
         parts = (self.store, self.vectors, self.embedder, self.settings)
-        self._lessons = Lessons(*parts)
-        self._learning = LearningLoop(*parts)
+        evidence = Evidence()  # recorded spaces and claims, shared by lessons and learning
+        self._lessons = Lessons(*parts, evidence=evidence)
+        self._learning = LearningLoop(*parts, evidence=evidence)
         self._maintenance = Maintenance(*parts)
+        self._models = PerformanceModels(self.store, wait_s=self.settings.model_wait_s)
+        self._suggestions = Suggestions(
+            self._learning,
+            model=ModelSuggester(self._models, self.settings.tenant)
+            if self.settings.suggest_model
+            else None,
+        )
 
     @property
     def engine(self) -> Engine:
@@ -96,6 +109,7 @@ class MemoryService:
         return tenant or self.settings.tenant
 
     def close(self) -> None:
+        self._models.close()
         self.store.close()
         if self._embedding_cache is not None:
             self._embedding_cache.close()
@@ -151,6 +165,10 @@ class MemoryService:
         """The outcomes that credited a lesson, oldest first, and its values per scope."""
         return self._learning.lesson_history(lesson_id, tenant=tenant)
 
+    def suggest(self, request: SuggestRequest, *, tenant: str | None = None) -> SuggestResponse:
+        """Untried valid configurations of a space, from the memory's lessons, then search."""
+        return self._suggestions.suggest(request, tenant=tenant)
+
     # ------------------------------------------------------------------ ingest
     def ingest(
         self,
@@ -197,6 +215,7 @@ class MemoryService:
             toolchain=toolchain,
             policy=self.settings.toolchain_policy(),
             alpha=self.settings.alpha,
+            evidence=self._learning.evidence,
         )
 
     # ----------------------------------------------------------- export/import
@@ -210,7 +229,7 @@ class MemoryService:
             self.store,
             self.vectors,
             self.embedder,
-            self.rebuild_values,
+            self._maintenance.rebuild_in,
             path,
             self._tenant(tenant),
         )

@@ -54,6 +54,8 @@ class GeneralisedSettings:
     source_weight: float = 2.0  # the most a source prior can weigh
     affinity_kappa: float = 5.0  # common lessons at which agreement weighs as much as descriptors
     affinity_floor: float = 0.0  # the least weight any other chip's evidence gets
+    claim_kappa: float = 2.0  # reproductions at which a space's record weighs as its prior trust
+    claim_power: float = 0.0  # how sharply contradicted claims lose weight (0: not at all)
 
 
 def chip_affinity(
@@ -118,6 +120,7 @@ def generalised_estimate(
     settings: GeneralisedSettings,
     source: str | None = None,
     effects: Mapping[str, float] | None = None,
+    trust: Mapping[str, float] | None = None,
 ) -> ValueEstimate:
     """A lesson's generalised value in the target chip's context.
 
@@ -132,12 +135,16 @@ def generalised_estimate(
         source: the lesson's source chip, for naming the prior term.
         effects: chip -> the recorded effect of following a parameter-setting lesson there
             (reward scale), weighted like a recorded reach.
+        trust: chip -> how well the claims of the spaces behind its recorded reach and effect
+            reproduced (`retrieval.reproduction.space_trust`; absent: 1); each recorded and
+            effect term's weight is multiplied by it.
 
     Returns:
         The estimate; `weights` maps each term ("prior", "chip:<target>" for the own outcomes,
         "outcomes:chip:x", "recorded:chip:x", "effect:chip:x", "source:chip:s") to its share
-        of the total weight, `scope` is the term with the largest share, `n_local` the own
-        outcomes.
+        of the total weight, `trust` each discounted recorded or effect term to the trust its
+        weight was multiplied by, `scope` is the term with the largest share, `n_local` the
+        own outcomes.
     """
     terms: list[tuple[str, float, float, float]] = [  # name, value, weight, variance
         (PRIOR_SCOPE, settings.q0, settings.kappa, PRIOR_VARIANCE)
@@ -149,15 +156,19 @@ def generalised_estimate(
         w = affinity.get(chip, 0.0) * settings.outcome_weight * stats.n
         if chip != target and w > 0.0:
             terms.append((f"outcomes:chip:{chip}", stats.q, w, _variance(stats)))
-    for chip, fraction in sorted(recorded.items()):
-        w = affinity.get(chip, 0.0) * settings.recorded_weight
+    discounts: dict[str, float] = {}
+    for prefix, chip, number in [
+        *(("recorded", c, reach_reward(f)) for c, f in sorted(recorded.items())),
+        *(("effect", c, max(-1.0, min(1.0, e))) for c, e in sorted((effects or {}).items())),
+    ]:
+        held = (trust or {}).get(chip, 1.0)
+        w = affinity.get(chip, 0.0) * settings.recorded_weight * held
+        name = f"{prefix}:chip:{chip}"
+        if held < 1.0:
+            discounts[name] = held
         if w > 0.0:
             # A recorded measurement is one repetition-averaged timing: little noise.
-            terms.append((f"recorded:chip:{chip}", reach_reward(fraction), w, 0.01))
-    for chip, effect in sorted((effects or {}).items()):
-        w = affinity.get(chip, 0.0) * settings.recorded_weight
-        if w > 0.0:
-            terms.append((f"effect:chip:{chip}", max(-1.0, min(1.0, effect)), w, 0.01))
+            terms.append((name, number, w, 0.01))
     if prior is not None and prior[1] > 0.0:
         terms.append((f"source:chip:{source}", prior[0], prior[1], PRIOR_VARIANCE))
     total = sum(w for _, _, w, _ in terms)
@@ -180,6 +191,7 @@ def generalised_estimate(
         ci_low=value - half_width,
         ci_high=value + half_width,
         weights=weights,
+        trust=discounts,
     )
 
 

@@ -36,6 +36,10 @@ class RankingSettings:
     value_floor: float = 0.0
     # generalised values: the least affinity any other chip's evidence is weighted by.
     affinity_floor: float = 0.0
+    # generalised values: how sharply contradicted recorded claims lose weight, and the
+    # reproductions at which a space's record weighs as much as its prior trust.
+    claim_power: float = 0.0
+    claim_kappa: float = 2.0
 
 
 def recall_size(settings: RankingSettings, memory_size: int) -> int:
@@ -67,6 +71,7 @@ class RankedLesson:
     ci_low: float
     ci_high: float
     value_terms: dict[str, float] = field(default_factory=dict)
+    claim_trust: dict[str, float] = field(default_factory=dict)
 
 
 def zscores(values: Sequence[float], clip: float, floor: float = 0.0) -> list[float]:
@@ -116,6 +121,7 @@ def rank(candidates: Sequence[Candidate], settings: RankingSettings) -> list[Ran
                 ci_low=cand.estimate.ci_low,
                 ci_high=cand.estimate.ci_high,
                 value_terms=dict(cand.estimate.weights),
+                claim_trust=dict(cand.estimate.trust),
             )
         )
     ranked.sort(key=lambda r: (-r.score, -r.similarity, r.lesson_id))

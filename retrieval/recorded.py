@@ -55,6 +55,7 @@ class RecordedSpace:
     op: str
     keys: frozenset[str]
     space: SearchSpace
+    problem: str | None = None  # the problem size as JSON text, when the run named one
 
 
 @dataclass(frozen=True)
@@ -67,24 +68,49 @@ class ConfigLesson:
     config: Mapping[str, Any]
 
 
-def lesson_reaches(
+PerSpace = dict[str, dict[str, dict[str, float]]]  # lesson id -> chip -> space id -> number
+
+
+def lesson_space_reaches(
     lessons: Iterable[ConfigLesson], spaces: Iterable[RecordedSpace]
-) -> dict[str, dict[str, float]]:
-    """lesson id -> chip -> mean optimum fraction over that chip's matching spaces."""
+) -> PerSpace:
+    """lesson id -> chip -> space (trajectory id) -> optimum fraction, over matching spaces."""
     by_space: dict[tuple[str, frozenset[str]], list[RecordedSpace]] = {}
     for space in spaces:
         if space.space.optimum_ms is not None:
             by_space.setdefault((space.op, space.keys), []).append(space)
-    out: dict[str, dict[str, float]] = {}
+    out: PerSpace = {}
     for lesson in lessons:
         matching = by_space.get((lesson.op, frozenset(lesson.config)), [])
-        sums: dict[str, list[float]] = {}
+        rows: dict[str, dict[str, float]] = {}
         for space in matching:
             fraction, _ = optimum_fraction(lesson.config, space.space)
-            sums.setdefault(space.chip, []).append(fraction)
-        if sums:
-            out[lesson.lesson_id] = {chip: sum(v) / len(v) for chip, v in sums.items()}
+            rows.setdefault(space.chip, {})[space.trajectory_id] = fraction
+        if rows:
+            out[lesson.lesson_id] = rows
     return out
+
+
+def per_chip(
+    rows: Mapping[str, Mapping[str, float]], trust: Mapping[str, float] | None = None
+) -> dict[str, float]:
+    """chip -> the mean over its spaces, weighted by each space's trust (absent: 1)."""
+    out = {}
+    for chip, by_space in rows.items():
+        weights = {s: (trust or {}).get(s, 1.0) for s in by_space}
+        total = sum(weights.values())
+        if by_space and total > 0.0:
+            out[chip] = sum(weights[s] * v for s, v in by_space.items()) / total
+        elif by_space:
+            out[chip] = sum(by_space.values()) / len(by_space)
+    return out
+
+
+def lesson_reaches(
+    lessons: Iterable[ConfigLesson], spaces: Iterable[RecordedSpace]
+) -> dict[str, dict[str, float]]:
+    """lesson id -> chip -> mean optimum fraction over that chip's matching spaces."""
+    return {lid: per_chip(rows) for lid, rows in lesson_space_reaches(lessons, spaces).items()}
 
 
 def source_reaches(
@@ -177,31 +203,45 @@ def setting_effect(lesson: SettingLesson, space: SearchSpace) -> float | None:
     return _effect(lesson, space_columns(space))
 
 
-def setting_effects(
+def setting_space_effects(
     lessons: Sequence[SettingLesson],
     spaces: Iterable[RecordedSpace],
     cache: dict[str, SpaceColumns] | None = None,
-) -> dict[str, dict[str, float]]:
-    """lesson id -> chip -> mean `setting_effect` over that chip's spaces of the lesson's op.
+) -> PerSpace:
+    """lesson id -> chip -> space (trajectory id) -> `setting_effect` there, over the spaces
+    of the lesson's op.
 
     `cache` (trajectory id -> columns) keeps each space's columns across calls: recorded spaces
     never change once stored.
     """
     cache = {} if cache is None else cache
     wanted = {lesson.op for lesson in lessons}
-    by_op: dict[str, list[tuple[str, SpaceColumns]]] = {}
+    by_op: dict[str, list[tuple[str, str, SpaceColumns]]] = {}
     for space in spaces:
         if space.op in wanted:
             if space.trajectory_id not in cache:
                 cache[space.trajectory_id] = space_columns(space.space)
-            by_op.setdefault(space.op, []).append((space.chip, cache[space.trajectory_id]))
-    out: dict[str, dict[str, float]] = {}
+            by_op.setdefault(space.op, []).append(
+                (space.chip, space.trajectory_id, cache[space.trajectory_id])
+            )
+    out: PerSpace = {}
     for lesson in lessons:
-        sums: dict[str, list[float]] = {}
-        for chip, columns in by_op.get(lesson.op, []):
+        rows: dict[str, dict[str, float]] = {}
+        for chip, space_id, columns in by_op.get(lesson.op, []):
             effect = _effect(lesson, columns)
             if effect is not None:
-                sums.setdefault(chip, []).append(effect)
-        if sums:
-            out[lesson.lesson_id] = {chip: sum(v) / len(v) for chip, v in sums.items()}
+                rows.setdefault(chip, {})[space_id] = effect
+        if rows:
+            out[lesson.lesson_id] = rows
     return out
+
+
+def setting_effects(
+    lessons: Sequence[SettingLesson],
+    spaces: Iterable[RecordedSpace],
+    cache: dict[str, SpaceColumns] | None = None,
+) -> dict[str, dict[str, float]]:
+    """lesson id -> chip -> mean `setting_effect` over that chip's spaces of the lesson's op."""
+    return {
+        lid: per_chip(rows) for lid, rows in setting_space_effects(lessons, spaces, cache).items()
+    }

@@ -39,6 +39,8 @@ class ValueEstimate:
     ci_low: float
     ci_high: float
     weights: dict[str, float] = field(default_factory=dict)
+    # term -> the trust in its recorded claims its weight was multiplied by (only those < 1)
+    trust: dict[str, float] = field(default_factory=dict)
 
 
 def update_stats(stats: ScopeStats | None, reward: float, alpha: float, q0: float) -> ScopeStats:

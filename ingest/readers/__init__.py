@@ -135,6 +135,10 @@ def read_any(
         if path.exists() and not (path.is_file() or path.is_dir()):
             yield RejectedRecord(str(path), "file", "not a regular file or folder")
             continue
+        problem = unreadable(path)
+        if problem:
+            yield RejectedRecord(str(path), "file", problem)
+            continue
         reader = forced
         if reader is None:
             try:
@@ -143,7 +147,27 @@ def read_any(
                 if path in explicit:
                     yield RejectedRecord(str(path), "file", exc.reason)
                 continue
+            except OSError as exc:  # the file went away or became unreadable meanwhile
+                yield RejectedRecord(str(path), "file", f"unreadable: {exc.strerror or exc}")
+                continue
         yield from _read_checked(reader, path, max_file_bytes)
+
+
+def unreadable(path: Path) -> str | None:
+    """Why a file (or folder) cannot be read, checked before any reader looks at it, so an
+    unreadable input is a reject saying so wherever it was found; None when it can be read."""
+    try:
+        if not path.exists():
+            return None  # the reader's own reject says the file is missing
+        if path.is_dir():
+            with os.scandir(path) as entries:
+                next(entries, None)
+        else:
+            with path.open("rb") as fh:
+                fh.read(1)
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+    return None
 
 
 def _read_checked(

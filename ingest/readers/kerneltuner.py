@@ -92,8 +92,9 @@ def read(
     declared: dict[str, Any] = space if isinstance(space, dict) else {}
     attempts: list[AttemptRecord] = []
     first_stamp = None
+    numeric = numeric_parameters(declared)
     for key, entry in doc["cache"].items():
-        attempt = _attempt(len(attempts), keys, key, entry, declared)
+        attempt = _attempt(len(attempts), keys, key, entry, declared, numeric)
         if isinstance(attempt, str):
             yield RejectedRecord(str(path), f"cache[{key!r}]", attempt)
             continue
@@ -164,8 +165,38 @@ def entry_params(
     }
 
 
+def numeric_parameters(declared: Mapping[str, Any]) -> frozenset[str]:
+    """The parameters whose declared values are all numbers."""
+    return frozenset(
+        name
+        for name, options in declared.items()
+        if isinstance(options, list) and options and all(is_number(v) for v in options)
+    )
+
+
+def values_problem(params: Mapping[str, Any], numeric: frozenset[str]) -> str | None:
+    """Why an entry's parameter values are not a configuration: every value is a scalar (a
+    number, or text where the parameter's declared values are not all numbers); None when
+    they are."""
+    for name, value in params.items():
+        if value is None or isinstance(value, list | dict):
+            kind = "null" if value is None else "a list" if isinstance(value, list) else "an object"
+            return f"tuning parameter {name!r} is {kind}; Kernel Tuner values are scalars"
+        if name in numeric and not is_number(value):
+            return (
+                f"tuning parameter {name!r} is {str(value)[:40]!r} where its declared values "
+                "are numbers"
+            )
+    return None
+
+
 def _attempt(
-    index: int, keys: list[str], key: str, entry: Any, declared: Mapping[str, Any]
+    index: int,
+    keys: list[str],
+    key: str,
+    entry: Any,
+    declared: Mapping[str, Any],
+    numeric: frozenset[str],
 ) -> AttemptRecord | str:
     """One cache entry as an attempt, or the reason it is rejected."""
     if not isinstance(entry, dict):
@@ -173,7 +204,7 @@ def _attempt(
     params = entry_params(key, entry, keys, declared)
     if isinstance(params, str):
         return params
-    problem = json_problem(params, "parameters")
+    problem = json_problem(params, "parameters") or values_problem(params, numeric)
     if problem:
         return problem
     time = entry.get("time")

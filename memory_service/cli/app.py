@@ -7,7 +7,12 @@ group lives in its own module beside this one; this module only assembles them.
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
+from typing import Annotated
+
 import typer
+import typer.core
 
 from memory_service.cli import (
     audit,
@@ -20,14 +25,53 @@ from memory_service.cli import (
     maintenance,
     mcp,
     serve,
+    suggest,
 )
+
+_option_type = typer.core.TyperOption.display_type_rich
+
+
+def _flag_type(self: typer.core.TyperOption, ctx: typer.Context) -> str | None:
+    """A flag (`--json`, `--correct/--incorrect`) takes no value: help shows no type for it."""
+    return None if self.is_flag else _option_type(self, ctx)
+
+
+typer.core.TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign,assignment]
 
 app = typer.Typer(
     help="tunemem: value-driven memory for kernel-tuning agents.", no_args_is_help=True
 )
+
+
+def tunemem_version() -> str:
+    try:
+        return package_version("tunemem")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "unknown (not installed)"
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"tunemem {tunemem_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="print the version and exit", callback=_show_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
+    """tunemem: value-driven memory for kernel-tuning agents."""
+
+
 app.command()(serve.serve)
 app.command()(learning.retrieve)
 app.command()(learning.report)
+app.command()(suggest.suggest)
 app.add_typer(lessons.lessons_app, name="lessons")
 app.add_typer(maintenance.values_app, name="values")
 app.command()(maintenance.reindex)

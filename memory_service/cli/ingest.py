@@ -52,6 +52,10 @@ def ingest(
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         fail(f"no such file or folder: {', '.join(missing)}")
+    target = rejects or Path("tunemem-rejects.jsonl")
+    problem = _unwritable(target)
+    if problem:
+        fail(f"--rejects {target} cannot be written ({problem}); nothing was ingested")
     sources = list(iter_paths(paths))
     start = time.perf_counter()
     summary = IngestSummary()
@@ -74,13 +78,30 @@ def ingest(
     elapsed = time.perf_counter() - start
     _print_summary(summary, elapsed)
     if summary.rejects:
-        target = rejects or Path("tunemem-rejects.jsonl")
-        with target.open("w") as fh:
-            for item in summary.rejects:
-                fh.write(json.dumps(item) + "\n")
+        try:
+            with target.open("w") as fh:
+                for item in summary.rejects:
+                    fh.write(json.dumps(item) + "\n")
+        except OSError as exc:
+            fail(f"--rejects {target} cannot be written ({exc.strerror or exc}); ingested as above")
         console.print(f"{len(summary.rejects)} rejected records written to {target}")
     if summary.read == 0:
         raise typer.Exit(1)
+
+
+def _unwritable(target: Path) -> str | None:
+    """Why the rejects file cannot be written, found before anything is ingested (writing
+    it is the last step); None when it can. Probes by opening for append, so an existing file
+    is left as it is and a new one is removed again."""
+    existed = target.exists()
+    try:
+        with target.open("a"):
+            pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if not existed:
+        target.unlink(missing_ok=True)
+    return None
 
 
 def _ingest_sources(

@@ -11,7 +11,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from memory_service.cli.common import DataDirOpt, console, run_guarded, settings_for
-from memory_service.core.auth import create_key, list_keys, revoke_key
+from memory_service.core.auth import create_key, list_keys, open_store, revoke_key
 from memory_service.core.settings import Settings
 from memory_service.core.store import Store
 
@@ -61,12 +61,28 @@ def keys_list(data_dir: DataDirOpt = None) -> None:
 
 @keys_app.command("revoke")
 def keys_revoke(key_id: str, data_dir: DataDirOpt = None) -> None:
-    """Revoke a key; requests with it get 401 from then on."""
+    """Revoke a key; requests with it get 401 from then on (the store stays keyed)."""
     engine, _ = _engine(data_dir)
 
     def go() -> None:
         with Session(engine) as session:
             row = revoke_key(session, key_id)
         console.print(f"revoked {row.id}")
+
+    run_guarded(go)
+
+
+@keys_app.command("open")
+def keys_open(data_dir: DataDirOpt = None) -> None:
+    """Open a keyed store to keyless local clients again (refused while a key is live).
+
+    A store that has had keys stays keyed when they are all revoked; this is the one way back.
+    """
+    engine, _ = _engine(data_dir)
+
+    def go() -> None:
+        with Session(engine) as session:
+            open_store(session)
+        console.print("the store is open: loopback clients without a key act as operator")
 
     run_guarded(go)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Annotated
 
@@ -16,6 +17,7 @@ from memory_service.cli.common import (
     clip,
     console,
     emit_json,
+    err,
     fail,
     open_service,
     run_guarded,
@@ -78,6 +80,8 @@ def retrieve(
             f"retrieval [bold]{result.retrieval_id}[/bold]"
             f"  scopes: {' → '.join(result.scope_chain)}"
         )
+        for warning in result.warnings:
+            err.print(f"[yellow]warning:[/yellow] {warning}")
         if not result.lessons:
             console.print(
                 "no lesson matched: none has this op (or none applies to the chip), or none is "
@@ -112,10 +116,28 @@ def retrieve(
 
 
 # ----------------------------------------------------------------- report
+def report_key(retrieval_id: str, used: list[str] | None, outcome: dict[str, object]) -> str:
+    """The idempotency key a CLI report sends unless one is given: a digest of the retrieval,
+    the credited lessons and the outcome, so the same command run twice counts once."""
+    body = json.dumps(
+        {"retrieval_id": retrieval_id, "used": used, "outcome": outcome}, sort_keys=True
+    )
+    return "cli:" + hashlib.sha256(body.encode()).hexdigest()[:32]
+
+
 def report(
     retrieval_id: Annotated[str, typer.Argument(help="the id a retrieve returned")],
-    compiled: Annotated[bool, typer.Option("--compiled/--not-compiled")] = True,
-    correct: Annotated[bool | None, typer.Option("--correct/--incorrect")] = None,
+    compiled: Annotated[
+        bool, typer.Option("--compiled/--not-compiled", help="did the attempt compile")
+    ] = True,
+    correct: Annotated[
+        bool | None,
+        typer.Option(
+            "--correct/--incorrect",
+            help="was its output correct; required unless --not-compiled or --error",
+            show_default=False,
+        ),
+    ] = None,
     latency_ms: Annotated[float | None, typer.Option(help="measured latency")] = None,
     best_before_ms: Annotated[
         float | None, typer.Option(help="best latency before this attempt")
@@ -126,7 +148,11 @@ def report(
         typer.Option("--used", help="lesson ids used (repeat); default all returned"),
     ] = None,
     idempotency_key: Annotated[
-        str | None, typer.Option(help="makes a retried report count once")
+        str | None,
+        typer.Option(
+            help="makes a retried report count once; default: derived from the retrieval id, "
+            "--used and the outcome, so the same command twice counts once"
+        ),
     ] = None,
     url: UrlOpt = None,
     data_dir: DataDirOpt = None,
@@ -134,19 +160,29 @@ def report(
     """Report what happened after an attempt; credited lessons' values move."""
     from memory_service.core.models import ReportRequest
 
-    def go() -> None:
-        request = ReportRequest(
-            retrieval_id=retrieval_id,
-            used=used or None,
-            outcome={
-                "compiled": compiled,
-                "correct": correct,
-                "latency_ms": latency_ms,
-                "best_before_ms": best_before_ms,
-                "error": error,
-            },
+    if compiled and correct is None and not error:
+        fail(
+            "say whether the attempt was correct: --correct or --incorrect "
+            "(an attempt that did not compile takes --not-compiled, one that failed "
+            "another way --error TEXT)"
         )
-        result = open_service(url, data_dir).report(request, idempotency_key=idempotency_key)
+    outcome: dict[str, object] = {
+        "compiled": compiled,
+        "correct": correct,
+        "latency_ms": latency_ms,
+        "best_before_ms": best_before_ms,
+        "error": error,
+    }
+    key = idempotency_key or report_key(retrieval_id, used or None, outcome)
+
+    def go() -> None:
+        request = ReportRequest(retrieval_id=retrieval_id, used=used or None, outcome=outcome)
+        result = open_service(url, data_dir).report(request, idempotency_key=key)
+        if result.duplicate:
+            err.print(
+                "this outcome was reported before (same retrieval, lessons and outcome; "
+                "idempotency key " + key + "): counted once, its answer follows"
+            )
         emit_json(result.model_dump(mode="json"))
 
     run_guarded(go)

@@ -3,9 +3,11 @@
 Roles are ordered: `reader` (list, show, audit) < `agent` (also retrieve, report, add lessons,
 upload runs) < `admin` (also edit, archive, and maintenance of its own tenant: values rebuild,
 reindex, counts) < `operator` (maintenance and counts across every tenant). Every role but
-`operator` sees only its key's tenant. While a store has no keys it serves only clients on
-the loopback interface (the embedded default, acting as operator); once a key exists, every
-/v1 request needs one.
+`operator` sees only its key's tenant. While a store has never had a key it serves only
+clients on the loopback interface (the embedded default, acting as operator). Keys fail
+closed: the first key marks the store keyed (a `StoreFlag`), and from then on every /v1 request
+needs a live key, even after the last one is revoked; only `open_store` (`tunemem keys open`,
+refused while a live key exists) makes the store keyless again.
 """
 
 from __future__ import annotations
@@ -43,6 +45,17 @@ class Forbidden(ServiceError):
     code = "forbidden"
 
 
+class StoreFlag(SQLModel, table=True):
+    """A setting of the whole store that must outlive the rows that caused it."""
+
+    name: str = Field(primary_key=True, max_length=32)
+    value: str = Field(max_length=64)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+KEYED = "keyed"
+
+
 def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
@@ -57,6 +70,9 @@ def create_key(session: Session, role: str, tenant: str, name: str = "") -> tupl
     secret = f"tm_{key_id}_{secrets.token_urlsafe(24)}"
     row = ApiKey(id=key_id, tenant=tenant, role=role, name=name, key_hash=hash_key(secret))
     session.add(row)
+    flag = session.get(StoreFlag, KEYED) or StoreFlag(name=KEYED, value="true")
+    flag.value, flag.updated_at = "true", utcnow()
+    session.add(flag)
     session.commit()
     session.refresh(row)
     return row, secret
@@ -77,9 +93,34 @@ def list_keys(session: Session) -> list[ApiKey]:
     return list(session.exec(select(ApiKey).order_by(col(ApiKey.created_at))))
 
 
-def keys_exist(session: Session) -> bool:
+def live_keys(session: Session) -> list[ApiKey]:
+    return list(session.exec(select(ApiKey).where(col(ApiKey.revoked).is_(False))))
+
+
+def is_keyed(session: Session) -> bool:
+    """Whether keyless requests are refused: the store has (or once had) a key."""
+    flag = session.get(StoreFlag, KEYED)
+    if flag is not None and flag.value == "true":
+        return True
     live = select(func.count()).select_from(ApiKey).where(col(ApiKey.revoked).is_(False))
     return bool(session.exec(live).one())
+
+
+def open_store(session: Session) -> None:
+    """Make a keyed store keyless again (loopback clients only, as operator): the one way
+    back, and refused while any key is live (revoke those first)."""
+    live = live_keys(session)
+    if live:
+        raise ServiceError(
+            f"{len(live)} live key(s) ({', '.join(k.id for k in live[:10])}); revoke them before "
+            "opening the store to keyless local clients",
+            code="live_keys",
+            status=409,
+        )
+    flag = session.get(StoreFlag, KEYED) or StoreFlag(name=KEYED, value="false")
+    flag.value, flag.updated_at = "false", utcnow()
+    session.add(flag)
+    session.commit()
 
 
 def authenticate(
@@ -102,8 +143,11 @@ def authenticate(
         if row is None or row.revoked:
             raise Unauthorized("unknown or revoked API key")
         return row.tenant, row.role
-    if keys_exist(session):
-        raise Unauthorized("this server requires an API key (Authorization: Bearer <key>)")
+    if is_keyed(session):
+        raise Unauthorized(
+            "this server requires an API key (Authorization: Bearer <key>); a store that has "
+            "had keys stays keyed after they are revoked, until `tunemem keys open`"
+        )
     if client_host not in LOOPBACK:
         raise Unauthorized(
             "without API keys the service answers only local clients; "

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 from sqlalchemy import String, cast, insert
 from sqlalchemy import select as sa_select
-from sqlmodel import Session
+from sqlmodel import Session, col, select
 
 from memory_service.core.schema import Lesson, LessonValue, Retrieval
 from memory_service.core.store import Store
@@ -75,3 +75,11 @@ def write_retrieval(store: Store, row: dict[str, Any]) -> None:
             # values come from, keep synchronous commits.
             connection.exec_driver_sql("SET LOCAL synchronous_commit = off")
         connection.execute(insert(Retrieval.__table__), row)  # type: ignore[attr-defined]
+
+
+def own_lessons(session: Session, lesson_ids: list[str], tenant: str) -> set[str]:
+    """Those of `lesson_ids` that are the tenant's own: the only lessons an outcome credits."""
+    rows = session.exec(
+        select(Lesson.id).where(col(Lesson.id).in_(lesson_ids), Lesson.tenant == tenant)
+    )
+    return set(rows.all())

@@ -11,15 +11,19 @@ computed by `retrieval.generalised`; this module only gathers their inputs.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
-from memory_service.core.schema import Attempt, Lesson, LessonValue, Trajectory
+from memory_service.core.schema import Attempt, Lesson, LessonValue, Outcome, Retrieval, Trajectory
+from memory_service.core.value_models import ClaimsPublic
+from memory_service.core.values import is_feasible
 from retrieval.generalised import (
     GeneralisedSettings,
     affinities,
@@ -28,13 +32,22 @@ from retrieval.generalised import (
 )
 from retrieval.recorded import (
     ConfigLesson,
+    PerSpace,
     RecordedSpace,
     SettingLesson,
     SourceReach,
     SpaceColumns,
-    lesson_reaches,
-    setting_effects,
+    lesson_space_reaches,
+    per_chip,
+    setting_space_effects,
     source_reaches,
+)
+from retrieval.reproduction import (
+    ClaimCheck,
+    Remeasurement,
+    chip_trust,
+    claim_checks,
+    space_trust,
 )
 from retrieval.transfer import SearchSpace, config_key
 from retrieval.values import ScopeStats, ValueEstimate
@@ -49,9 +62,30 @@ class _Reaches:
     reaches: dict[str, dict[str, float]]
     pooled: dict[str, dict[str, SourceReach]]
     effects: dict[str, dict[str, float]]
+    space_reaches: PerSpace
+    space_effects: PerSpace
+    spaces: list[RecordedSpace]
 
 
-def _load_space(session: Session, trajectory_id: str, chip: str, op: str) -> RecordedSpace | None:
+@dataclass
+class _Remeasured:
+    """A tenant's re-measurements read so far from the (append-only) outcome log."""
+
+    last_id: int = 0
+    items: list[Remeasurement] = field(default_factory=list)
+    checks: dict[str, ClaimCheck] = field(default_factory=dict)
+    signature: tuple[object, ...] = ()
+
+
+def problem_text(signature: Any) -> str | None:
+    """A task signature's problem size as canonical JSON text (None when it names none)."""
+    problem = signature.get("problem_size") if isinstance(signature, dict) else None
+    return None if problem is None else json.dumps(problem, sort_keys=True)
+
+
+def _load_space(
+    session: Session, trajectory_id: str, chip: str, op: str, task: dict[str, Any] | None = None
+) -> RecordedSpace | None:
     """A stored trajectory as a search space (None when it has no feasible timed attempt)."""
     latency: dict[str, float | None] = {}
     keys: frozenset[str] | None = None
@@ -76,7 +110,8 @@ def _load_space(session: Session, trajectory_id: str, chip: str, op: str) -> Rec
     space = SearchSpace(latency=latency)
     if keys is None or space.optimum_ms is None:
         return None
-    return RecordedSpace(trajectory_id, chip, op, keys, space)
+    problem = problem_text((task or {}).get("signature"))
+    return RecordedSpace(trajectory_id, chip, op, keys, space, problem)
 
 
 class Evidence:
@@ -87,20 +122,21 @@ class Evidence:
         self._spaces: dict[str, RecordedSpace | None] = {}
         self._reaches: dict[str, _Reaches] = {}
         self._columns: dict[str, SpaceColumns] = {}
+        self._remeasured: dict[str, _Remeasured] = {}
 
     def spaces(self, session: Session, tenant: str) -> list[RecordedSpace]:
         """Every stored trajectory of the tenant with a feasible timed attempt, as a space."""
         rows = session.execute(
-            sa_select(col(Trajectory.id), col(Trajectory.chip), col(Trajectory.op)).where(
-                col(Trajectory.tenant) == tenant
-            )
+            sa_select(
+                col(Trajectory.id), col(Trajectory.chip), col(Trajectory.op), col(Trajectory.task)
+            ).where(col(Trajectory.tenant) == tenant)
         ).all()
         out = []
-        for trajectory_id, chip, op in rows:
+        for trajectory_id, chip, op, task in rows:
             with self._lock:
                 known = trajectory_id in self._spaces
             if not known:
-                loaded = _load_space(session, trajectory_id, chip, op)
+                loaded = _load_space(session, trajectory_id, chip, op, task)
                 with self._lock:
                     self._spaces[trajectory_id] = loaded
             space = self._spaces[trajectory_id]
@@ -152,17 +188,113 @@ class Evidence:
                             lesson_id, source, op, str(hint["param"]), hint["value"], prefer
                         )
                     )
-        reaches = lesson_reaches(lessons.values(), spaces)
+        space_reaches = lesson_space_reaches(lessons.values(), spaces)
+        reaches = {lid: per_chip(rows) for lid, rows in space_reaches.items()}
         with self._lock:
             columns = dict(self._columns)
-        effects = setting_effects(settings, spaces, columns)
+        space_effects = setting_space_effects(settings, spaces, columns)
+        effects = {lid: per_chip(rows) for lid, rows in space_effects.items()}
         built = _Reaches(
-            signature, lessons, reaches, source_reaches(lessons.values(), reaches), effects
+            signature,
+            lessons,
+            reaches,
+            source_reaches(lessons.values(), reaches),
+            effects,
+            space_reaches,
+            space_effects,
+            spaces,
         )
         with self._lock:
             self._reaches[tenant] = built
             self._columns.update(columns)
         return built
+
+    def claim_checks(self, session: Session, tenant: str) -> dict[str, ClaimCheck]:
+        """Recorded space -> how its claims held up in the tenant's reported outcomes.
+
+        The outcome log is append-only, so only outcomes after the last one read are fetched;
+        the checks are recomputed when outcomes, spaces or configuration lessons change.
+        """
+        evidence = self.reaches(session, tenant)
+        with self._lock:
+            state = self._remeasured.setdefault(tenant, _Remeasured())
+            last_id = state.last_id
+        fresh: list[Remeasurement] = []
+        newest = last_id
+        for outcome_id, chain, lessons, compiled, correct, error, latency, task in session.execute(
+            sa_select(
+                col(Outcome.id),
+                col(Outcome.scope_chain),
+                col(Outcome.lessons),
+                col(Outcome.compiled),
+                col(Outcome.correct),
+                col(Outcome.error),
+                col(Outcome.latency_ms),
+                col(Retrieval.task),
+            )
+            .join(Retrieval, col(Retrieval.id) == col(Outcome.retrieval_id))
+            .where(col(Outcome.tenant) == tenant, col(Outcome.id) > last_id)
+            .order_by(col(Outcome.id))
+        ):
+            newest = max(newest, outcome_id)
+            chip = (
+                chain[0][len(CHIP_PREFIX) :] if chain and chain[0].startswith(CHIP_PREFIX) else None
+            )
+            if chip is None:
+                continue
+            measured = latency if is_feasible(compiled, correct, error) else None
+            problem = problem_text((task or {}).get("signature"))
+            fresh += [Remeasurement(chip, lid, measured, problem) for lid in lessons or []]
+        signature = (evidence.signature, newest)
+        spaces = evidence.spaces
+        with self._lock:
+            added = state.last_id == last_id < newest  # another thread may have read them first
+            if added:
+                state.items.extend(fresh)
+                state.last_id = newest
+            if state.signature == signature:
+                return dict(state.checks)
+            if added and state.signature == (evidence.signature, last_id):
+                # only new outcomes: their reproductions add to the sums already made
+                state.checks = claim_checks(fresh, evidence.lessons, spaces, state.checks)
+            else:
+                state.checks = claim_checks(state.items, evidence.lessons, spaces)
+            state.signature = signature
+            return dict(state.checks)
+
+    def claim_rows(
+        self, session: Session, tenant: str, op: str | None = None
+    ) -> list[ClaimsPublic]:
+        """Every recorded run with re-measurements, worst reproduced first."""
+        checks = self.claim_checks(session, tenant)
+        if not checks:
+            return []
+        runs = {
+            tid: (chip, run_op, source)
+            for tid, chip, run_op, source in session.execute(
+                sa_select(
+                    col(Trajectory.id),
+                    col(Trajectory.chip),
+                    col(Trajectory.op),
+                    col(Trajectory.source),
+                ).where(col(Trajectory.id).in_(list(checks)))
+            )
+        }
+        rows = [
+            ClaimsPublic(
+                trajectory_id=tid,
+                chip=runs[tid][0],
+                op=runs[tid][1],
+                source=runs[tid][2],
+                n=check.n,
+                reproduced=check.ratio_sum / check.n,
+                claimed_reach=check.claimed_reach_sum / check.n,
+                measured_reach=check.measured_reach_sum / check.n,
+            )
+            for tid, check in checks.items()
+            if tid in runs and check.n > 0 and (op is None or runs[tid][1] == op)
+        ]
+        return sorted(rows, key=lambda r: (r.reproduced, -r.n, r.trajectory_id))
 
     def estimates(
         self,
@@ -198,6 +330,12 @@ class Evidence:
             if source:
                 chips |= set(evidence.pooled.get(source, {}))
         affinity = affinities(target, sorted(chips), evidence.reaches, settings)
+        trust: dict[str, float] = {}
+        if settings.claim_power > 0.0:
+            trust = {
+                space: space_trust(check, settings.claim_kappa, settings.claim_power)
+                for space, check in self.claim_checks(session, tenant).items()
+            }
         out = {}
         for lid in lesson_ids:
             source = sources[lid]
@@ -211,11 +349,22 @@ class Evidence:
                 target=target,
                 own=stats[lid].get(target),
                 neighbours={c: s for c, s in stats[lid].items() if c != target},
-                recorded=evidence.reaches.get(lid, {}),
+                recorded=per_chip(evidence.space_reaches.get(lid, {}), trust)
+                if trust
+                else evidence.reaches.get(lid, {}),
                 affinity=affinity,
                 prior=prior,
                 settings=settings,
                 source=source,
-                effects=evidence.effects.get(lid),
+                effects=per_chip(evidence.space_effects.get(lid, {}), trust)
+                if trust
+                else evidence.effects.get(lid),
+                trust=_chip_trust(evidence, lid, trust) if trust else None,
             )
         return out
+
+
+def _chip_trust(evidence: _Reaches, lesson_id: str, trust: dict[str, float]) -> dict[str, float]:
+    """chip -> the mean trust of the spaces behind the lesson's recorded reach or effect there."""
+    rows = evidence.space_reaches.get(lesson_id) or evidence.space_effects.get(lesson_id) or {}
+    return chip_trust(rows, trust)

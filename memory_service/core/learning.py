@@ -12,14 +12,16 @@ from typing import Any
 
 from sqlalchemy import String, cast
 from sqlalchemy.exc import IntegrityError, OperationalError
-from sqlmodel import Session, col, select
+from sqlmodel import col, select
 
 import platforms
 from ingest.records import stable_hash
-from memory_service.core import ids
-from memory_service.core.candidates import gating_conditions, value_stats, write_retrieval
+from memory_service.core import candidates, ids
+from memory_service.core.candidates import gating_conditions, write_retrieval
+from memory_service.core.context_notes import context_warnings
 from memory_service.core.embedder import Embedder
 from memory_service.core.errors import InvalidInput
+from memory_service.core.estimates import ranking_of, value_estimates
 from memory_service.core.evidence import Evidence
 from memory_service.core.index import VectorIndex
 from memory_service.core.lessons import get_row, value_rows
@@ -44,21 +46,26 @@ from memory_service.core.toolchains import QueryToolchains, record_evidence
 from memory_service.core.transfer_text import transfer_fields
 from memory_service.core.values import apply_reward, compute_reward
 from retrieval.gating import Query, gate
-from retrieval.generalised import GeneralisedSettings
 from retrieval.query import query_text
 from retrieval.ranking import Candidate, rank, recall_size
-from retrieval.values import ValueEstimate, value_estimate
 
 
 class LearningLoop:
     """Retrieval, outcome reports and lesson histories."""
 
-    def __init__(self, store: Store, index: VectorIndex, embedder: Embedder, settings: Settings):
+    def __init__(
+        self,
+        store: Store,
+        index: VectorIndex,
+        embedder: Embedder,
+        settings: Settings,
+        evidence: Evidence | None = None,
+    ):
         self.store = store
         self.index = index
         self.embedder = embedder
         self.settings = settings
-        self.evidence = Evidence()
+        self.evidence = evidence or Evidence()
 
     @staticmethod
     def resolve_context(context: ContextIn) -> tuple[str | None, str | None, list[str]]:
@@ -133,21 +140,9 @@ class LearningLoop:
             toolchains = QueryToolchains.for_query(
                 session, ids, request, chain, backend, self.settings.toolchain_policy()
             )
-            # Generalised values need a known chip; with a toolchain named, the chain estimate
-            # with its staleness discounts is used (generalised terms are not discounted yet).
-            if toolchains:
-                estimates = toolchains.estimates(ranking)
-            elif ranking.values == "generalised" and chip:
-                settings = GeneralisedSettings(
-                    q0=ranking.q0, kappa=ranking.kappa, affinity_floor=ranking.affinity_floor
-                )
-                estimates = self.evidence.estimates(
-                    session, tenant, ids, request.stage, chip, settings
-                )
-            else:
-                estimates = self._estimates(
-                    session, ids, request.stage, chain, ranking.q0, ranking.kappa, ranking.backoff
-                )
+            estimates = value_estimates(
+                self.evidence, session, tenant, ids, request.stage, chip, chain, ranking, toolchains
+            )
             ranked = rank([Candidate(lid, sim, estimates[lid]) for lid, sim in admitted], ranking)
             rows = {
                 r.id: r
@@ -182,23 +177,8 @@ class LearningLoop:
             scope_chain=chain,
             lessons=lessons,
             settings=settings_echo,
+            warnings=context_warnings(request.context, chip, chain),
         )
-
-    @staticmethod
-    def _estimates(
-        session: Session,
-        lesson_ids: list[str],
-        stage: str,
-        chain: list[str],
-        q0: float,
-        kappa: float,
-        backoff: bool,
-    ) -> dict[str, ValueEstimate]:
-        stats = value_stats(session, lesson_ids, stage, chain)
-        return {
-            lid: value_estimate(chain, s, q0=q0, kappa=kappa, backoff=backoff)
-            for lid, s in stats.items()
-        }
 
     @staticmethod
     def _retrieved(
@@ -225,6 +205,7 @@ class LearningLoop:
                 ci_low=ranked.ci_low,
                 ci_high=ranked.ci_high,
                 value_terms=ranked.value_terms,
+                claim_trust=ranked.claim_trust,
             ),
         )
 
@@ -287,7 +268,8 @@ class LearningLoop:
                     return ReportResponse(**{**previous.response, "duplicate": True})
             returned = [r["id"] for r in retrieval.results]
             used = list(dict.fromkeys(request.used)) if request.used is not None else returned
-            unknown = [lid for lid in used if lid not in returned]
+            own = candidates.own_lessons(session, used, tenant)  # whatever a retrieval row says
+            unknown = [lid for lid in used if lid not in returned or lid not in own]
             if unknown:
                 raise InvalidInput(
                     f"lessons not returned by retrieval {retrieval.id}: {', '.join(unknown)}",
@@ -323,15 +305,30 @@ class LearningLoop:
                 session, used, retrieval.stage, retrieval.scope_chain, retrieval.context, now
             )
             session.flush()
-            ranking = self.settings.ranking()
-            estimates = self._estimates(
+            context = retrieval.context or {}
+            toolchains = (
+                QueryToolchains(
+                    session,
+                    used,
+                    retrieval.stage,
+                    retrieval.scope_chain,
+                    context["toolchain"],
+                    context.get("backend"),
+                    self.settings.toolchain_policy(),
+                )
+                if context.get("toolchain")
+                else None
+            )
+            estimates = value_estimates(
+                self.evidence,
                 session,
+                tenant,
                 used,
                 retrieval.stage,
+                context.get("chip_id"),
                 retrieval.scope_chain,
-                ranking.q0,
-                ranking.kappa,
-                ranking.backoff,
+                ranking_of(self.settings, retrieval),
+                toolchains,
             )
             row = Outcome(
                 tenant=tenant,

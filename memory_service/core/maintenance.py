@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import func
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from memory_service.core import index_upkeep
 from memory_service.core.embedder import Embedder
@@ -41,16 +41,21 @@ class Maintenance:
         """Recompute the LessonValue and LessonEvidence rows (of one tenant, or all) from the
         outcome log."""
         with self.store.write_lock, self.store.session() as session:
-            count = rebuild_values(
-                session,
-                self.settings.alpha,
-                self.settings.q0,
-                self.settings.reward_min_count,
-                tenant,
-            )
-            rebuild_evidence(session, tenant)
+            count = self.rebuild_in(session, tenant)
             session.commit()
             return count
+
+    def rebuild_in(self, session: Session, tenant: str | None) -> int:
+        """`rebuild_values` inside the caller's transaction (an import's), not committed."""
+        count = rebuild_values(
+            session,
+            self.settings.alpha,
+            self.settings.q0,
+            self.settings.reward_min_count,
+            tenant,
+        )
+        rebuild_evidence(session, tenant)
+        return count
 
     def value_table(self) -> list[tuple[str, str, str, int, float, float]]:
         with self.store.session() as session:

@@ -5,7 +5,8 @@ evidence models they hold live in `transfer_models`.
 Inputs are bounded at the door, so nothing accepted can fail later: free JSON (`hint`,
 `applicability.signature`, `provenance`, `task.signature`) is plain strict JSON of at most
 `JSON_MAX_DEPTH` levels and `JSON_MAX_BYTES` bytes; numbers are finite (no NaN or Infinity)
-and not booleans; latencies lie within what a measurement can be.
+and not booleans; latencies lie within what a measurement can be; every string of a request
+is text that the store can keep and serve back (`Inbound`: no NUL, no lone surrogate).
 """
 
 from __future__ import annotations
@@ -16,13 +17,19 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ingest.validate import MAX_LATENCY_MS, json_problem
+from ingest.validate import json_problem
+from memory_service.core.inbound import Inbound
+from memory_service.core.outcome_models import Latency as Latency
+from memory_service.core.outcome_models import OutcomeIn as OutcomeIn
+from memory_service.core.outcome_models import ReportRequest as ReportRequest
+from memory_service.core.outcome_models import ReportResponse as ReportResponse
+from memory_service.core.outcome_models import ValueNow as ValueNow
 from memory_service.core.transfer_models import (
     EvidencePublic,
     GlossaryEntryPublic,
     ToolchainBreakdown,
 )
-from memory_service.core.value_models import ContextValue
+from memory_service.core.value_models import ClaimsPublic, ContextValue
 from retrieval.toolchain import parse_toolchain
 
 LessonKind = Literal["insight", "failure", "exemplar", "api"]
@@ -48,10 +55,9 @@ def _bounded_json(value: dict[str, Any]) -> dict[str, Any]:
 FreeJSON = Annotated[dict[str, Any], AfterValidator(_bounded_json)]
 # A number a client sends: finite, and true/false are not numbers.
 Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
-Latency = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=1e-9, le=MAX_LATENCY_MS)]
 
 
-class Applicability(BaseModel):
+class Applicability(Inbound):
     """Where a lesson applies; an empty list means any."""
 
     model_config = ConfigDict(extra="forbid")
@@ -75,13 +81,13 @@ class LessonBase(BaseModel):
     applicability: Applicability = Field(default_factory=Applicability)
 
 
-class LessonCreate(LessonBase):
+class LessonCreate(Inbound, LessonBase):
     model_config = ConfigDict(extra="forbid")
 
     provenance: FreeJSON = Field(default_factory=dict)
 
 
-class LessonsCreate(BaseModel):
+class LessonsCreate(Inbound):
     model_config = ConfigDict(extra="forbid")
 
     lessons: list[LessonCreate] = Field(min_length=1, max_length=1000)
@@ -93,7 +99,7 @@ class LessonsCreated(BaseModel):
     created: list[str] = Field(default_factory=list, description="ids newly stored")
 
 
-class LessonUpdate(BaseModel):
+class LessonUpdate(Inbound):
     model_config = ConfigDict(extra="forbid")
 
     kind: LessonKind | None = None
@@ -122,6 +128,7 @@ class LessonPublic(LessonBase):
     value: ContextValue | None = Field(
         None, description="with sort=value: the lesson's value in the chip's context"
     )
+    claims: ClaimsPublic | None = Field(None, description="with sort=unreproduced: its run's")
 
 
 class ValuePublic(BaseModel):
@@ -143,7 +150,7 @@ class LessonList(BaseModel):
     )
 
 
-class LessonFilter(BaseModel):
+class LessonFilter(Inbound):
     """Which lessons to list, and the page: one query value shared by every door."""
 
     kind: LessonKind | None = Field(None, description="only this kind")
@@ -152,11 +159,12 @@ class LessonFilter(BaseModel):
     op: str | None = Field(None, description="only lessons for this operator")
     q: str | None = Field(None, description="text contains (case-insensitive)")
     status: Literal["active", "archived", "all"] = Field("active", description="lesson status")
-    sort: Literal["created", "value", "-value"] = Field(
+    sort: Literal["created", "value", "-value", "unreproduced"] = Field(
         "created",
         description="created: oldest first; value / -value: highest / lowest learned value "
         "first, in the context of `chip` (then `chip` names where the lesson is applied, not "
-        "a chip the lesson names) at `stage`, counting lessons with outcomes there",
+        "a chip the lesson names) at `stage`, counting lessons with outcomes there; "
+        "unreproduced: lessons of recorded runs whose claims outcomes contradicted, worst first",
     )
     stage: Stage = Field("draft", description="with sort=value: whose values")
     limit: int = Field(50, ge=1, le=500, description="page size")
@@ -179,7 +187,7 @@ class LessonFilter(BaseModel):
         return value
 
 
-class TaskIn(BaseModel):
+class TaskIn(Inbound):
     model_config = ConfigDict(extra="forbid")
 
     op: str | None = Field(None, max_length=128)
@@ -188,7 +196,7 @@ class TaskIn(BaseModel):
     dtype: str | None = Field(None, max_length=32)
 
 
-class ContextIn(BaseModel):
+class ContextIn(Inbound):
     model_config = ConfigDict(extra="forbid")
 
     chip: str | None = Field(None, max_length=128)
@@ -209,7 +217,7 @@ class ContextIn(BaseModel):
         return {k.strip().lower(): v.strip() for k, v in value.items() if k.strip()}
 
 
-class RetrieveOptions(BaseModel):
+class RetrieveOptions(Inbound):
     """Per-request overrides of the ranking settings."""
 
     model_config = ConfigDict(extra="forbid")
@@ -237,9 +245,12 @@ class RetrieveOptions(BaseModel):
         le=1.0,
         description="generalised values: the least weight any other chip's evidence gets",
     )
+    claim_power: Number | None = Field(
+        None, ge=0.0, le=8.0, description="how sharply contradicted recorded claims lose weight"
+    )
 
 
-class RetrieveRequest(BaseModel):
+class RetrieveRequest(Inbound):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field("", max_length=10_000)
@@ -262,6 +273,9 @@ class Breakdown(BaseModel):
     ci_high: float
     value_terms: dict[str, float] = Field(
         default_factory=dict, description="share of the value's weight per term it came from"
+    )
+    claim_trust: dict[str, float] = Field(
+        default_factory=dict, description="recorded terms discounted by failed reproductions"
     )
     toolchain: ToolchainBreakdown | None = Field(
         None, description="present when the query's context names its toolchain"
@@ -294,42 +308,8 @@ class RetrieveResponse(BaseModel):
     scope_chain: list[str]
     lessons: list[RetrievedLesson]
     settings: dict[str, Any]
-
-
-class OutcomeIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    compiled: bool
-    correct: bool | None = None
-    latency_ms: Latency | None = None
-    best_before_ms: Latency | None = None
-    error: str | None = Field(None, max_length=10_000)
-
-
-class ReportRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    retrieval_id: str = Field(min_length=1, max_length=64)
-    used: list[str] | None = Field(None, max_length=100)
-    outcome: OutcomeIn
-    reporter: str | None = Field(None, max_length=128)
-
-
-class ValueNow(BaseModel):
-    stage: Stage
-    value: float
-    value_scope: str
-    n: int
-    ci_low: float
-    ci_high: float
-
-
-class ReportResponse(BaseModel):
-    outcome_id: int
-    reward: float
-    rewards: dict[str, float]
-    values: dict[str, ValueNow]
-    duplicate: bool = False
+    # What the caller should know about its request: a chip name the registry does not know.
+    warnings: list[str] = []
 
 
 class OutcomePublic(BaseModel):
@@ -353,7 +333,7 @@ class LessonHistory(BaseModel):
     values: list[ValuePublic]
 
 
-class TrajectoriesIn(BaseModel):
+class TrajectoriesIn(Inbound):
     model_config = ConfigDict(extra="forbid")
 
     trajectories: list[dict[str, Any]] = Field(min_length=1, max_length=1000)

@@ -38,6 +38,7 @@ from memory_service.core.transfer_models import (
     ToolchainBreakdown,
     VersionChangePublic,
 )
+from memory_service.core.values import OwnLessons
 from retrieval.ranking import RankingSettings
 from retrieval.toolchain import (
     Staleness,
@@ -117,10 +118,11 @@ def rebuild_evidence(session: Session, tenant: str | None = None) -> int:
     session.flush()
     outcomes = session.exec(outcomes_query).all()
     contexts = retrieval_contexts(session, (o.retrieval_id for o in outcomes))
+    owned = OwnLessons(session)
     for outcome in outcomes:
         record_evidence(
             session,
-            outcome.lessons,
+            owned.of(outcome),
             outcome.stage,
             outcome.scope_chain,
             contexts.get(outcome.retrieval_id),

@@ -92,6 +92,26 @@ def apply_reward(
             session.add(row)
 
 
+class OwnLessons:
+    """Which of an outcome's credited lessons belong to the outcome's tenant. Rebuilds replay
+    only those, so no outcome row, whatever wrote it, can move another tenant's values."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.owner: dict[str, str | None] = {}
+
+    def of(self, outcome: Outcome) -> list[str]:
+        missing = [lid for lid in outcome.lessons if lid not in self.owner]
+        if missing:
+            for lid, tenant in self.session.exec(
+                select(Lesson.id, Lesson.tenant).where(col(Lesson.id).in_(missing))
+            ):
+                self.owner[lid] = tenant
+            for lid in missing:
+                self.owner.setdefault(lid, None)
+        return [lid for lid in outcome.lessons if self.owner[lid] == outcome.tenant]
+
+
 def rebuild_values(
     session: Session, alpha: float, q0: float, min_count: int, tenant: str | None = None
 ) -> int:
@@ -112,7 +132,8 @@ def rebuild_values(
         outcomes = outcomes.where(Outcome.tenant == tenant)
     session.flush()
     count = 0
-    for outcome in session.exec(outcomes):
+    owned = OwnLessons(session)
+    for outcome in session.exec(outcomes).all():
         reward = compute_reward(
             session,
             outcome.tenant,
@@ -127,7 +148,7 @@ def rebuild_values(
         )
         apply_reward(
             session,
-            outcome.lessons,
+            owned.of(outcome),
             outcome.stage,
             outcome.scope_chain,
             reward,

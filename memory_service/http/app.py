@@ -21,6 +21,7 @@ from prometheus_client import (
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memory_service.core.errors import ServiceError
+from memory_service.core.quota import SharedWriteQuota
 from memory_service.http.deps import ServiceDep
 from memory_service.http.docs import install_offline_docs
 from memory_service.http.errors import (
@@ -28,8 +29,8 @@ from memory_service.http.errors import (
     BodyLimitMiddleware,
     install_error_handlers,
 )
-from memory_service.http.ratelimit import WriteQuota
 from memory_service.http.routes import admin, audit, learning, lessons, trajectories, ui
+from memory_service.http.url_text import UrlTextMiddleware
 from memory_service.service import MemoryService
 
 
@@ -79,7 +80,7 @@ def create_app(service: MemoryService) -> FastAPI:
     install_offline_docs(app)
     app.state.service = service
     rate = service.settings.write_rate_per_minute
-    app.state.write_quota = WriteQuota(rate) if rate > 0 else None
+    app.state.write_quota = SharedWriteQuota(service.engine, rate) if rate > 0 else None
     registry = CollectorRegistry()
     requests_total = Counter(
         "tunemem_requests_total", "HTTP requests", ["route", "status"], registry=registry
@@ -88,6 +89,7 @@ def create_app(service: MemoryService) -> FastAPI:
         "tunemem_request_seconds", "HTTP request latency", ["route"], registry=registry
     )
     app.add_middleware(BodyLimitMiddleware, max_bytes=service.settings.max_body_bytes)
+    app.add_middleware(UrlTextMiddleware)
     app.add_middleware(MetricsMiddleware, requests_total=requests_total, latency=latency)
     install_error_handlers(app)
     for module in (audit, lessons, learning, trajectories, admin, ui):

@@ -10,6 +10,7 @@ No external scripts, styles or fonts: the file opens anywhere, offline.
 
 from __future__ import annotations
 
+import re
 from html import escape
 
 from memory_service.core.audit_models import (
@@ -183,31 +184,81 @@ def _pair_section(audit: TransferAuditPublic, pair: TransferPairPublic) -> str:
     return "".join(parts)
 
 
+def code_spans(text: str) -> str:
+    """Escaped text whose `backticked` spans (commands in the advice) become <code> elements."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(text))
+
+
 def fill_advice(audit: TransferAuditPublic) -> list[str]:
-    """What to run when the heat maps are all n/a (a fresh store), one sentence per map."""
+    """What the n/a cells of the heat maps lack and what to run to fill them, from the audit's
+    own counts (one sentence per map)."""
     word = "chips" if audit.level == "chip" else "backends"
+    agent = ".venv/bin/tunemem agent run --task ingest/samples/targets/convolution"
     if not audit.pairs:
         return [
             f"Fewer than two {word} hold lessons here: ingest the runs of a second one "
-            "(`tunemem ingest ingest/samples/targets/convolution`) or run the agent on it "
-            "(`tunemem agent run --task ingest/samples/targets/convolution --chip w6600 "
-            "--url URL`)."
+            "(`.venv/bin/tunemem ingest ingest/samples/targets --url URL`) or run the agent on "
+            f"it (`{agent} --chip w6600 --url URL`)."
         ]
     advice = []
     if all(pair.spearman is None for pair in audit.pairs):
-        advice.append(
-            f"The rank correlations are n/a: no lesson has outcomes on two {word} yet. Run the "
-            "agent on two of them against this store, so the same lessons are tried on both: "
-            "`tunemem agent run --task ingest/samples/targets/convolution --chip w6600 --url URL`"
-            ", then `--task ingest/samples/kerneltuner/convolution --chip mi250x`."
-        )
+        most = max(pair.n_common for pair in audit.pairs)
+        if most == 0:
+            advice.append(
+                f"The rank correlations are n/a: no lesson has outcomes on two {word} yet. Run "
+                "the agent on two of them against this store, so the same lessons are tried on "
+                f"both: `{agent} --chip w6600 --url URL`, then `.venv/bin/tunemem agent run "
+                "--task ingest/samples/kerneltuner/convolution --chip mi250x --url URL`."
+            )
+        elif most == 1:
+            advice.append(
+                "The rank correlations are n/a: a correlation needs at least two lessons with "
+                f"outcomes on both {word} of a pair, and the most any pair shares is one. Run "
+                f"the agent again on one of them (`{agent} --chip w6600 --plateau 0 --url URL` "
+                "tries more lessons)."
+            )
+        else:
+            advice.append(
+                f"The rank correlations are n/a: up to {most} lessons have outcomes on both "
+                f"{word} of a pair, but their values tie on one side"
+                + (
+                    " (in the draft stage every feasible attempt earns +1, so draft values "
+                    "tie; the refine stage rewards the speed-up: add `--stage refine`)."
+                    if audit.stage == "draft"
+                    else "; more outcomes on either side will separate them."
+                )
+            )
     if all(pair.optimum is None for pair in audit.pairs):
         advice.append(
             "The optimum map is n/a: it needs configuration lessons from one chip and the "
             "recorded search space of another; ingest two chips' Kernel Tuner caches "
-            "(`tunemem ingest ingest/samples/targets/convolution`)."
+            "(`.venv/bin/tunemem ingest ingest/samples/targets --url URL`)."
         )
     return advice
+
+
+def _claim_rows(audit: TransferAuditPublic) -> str:
+    """Per recorded run that outcomes on its chip re-measured: claimed reach vs measured."""
+    head = (
+        "<h2>Claims against outcomes</h2><p>Recorded runs whose configurations agents re-measured"
+        " on the run's chip; reproduced is the mean of min(1, claimed / measured latency), and a"
+        " run's recorded reach weighs in values by how well its claims reproduced.</p>"
+    )
+    if not audit.claims:
+        return head + '<p class="empty">No recorded configuration re-measured on its chip yet.</p>'
+    rows = "".join(
+        f"<tr><td>{escape(c.trajectory_id[:12])}</td><td>{escape(c.chip)}</td>"
+        f'<td>{escape(c.op)}</td><td class="num">{c.n}</td>'
+        f'<td class="num">{c.reproduced:.2f}</td>'
+        f'<td class="num">{c.claimed_reach:.2f} &rarr; {c.measured_reach:.2f}</td>'
+        f"<td>{escape(c.source[:80])}</td></tr>"
+        for c in audit.claims[:MAX_ROWS]
+    )
+    return (
+        f'{head}<table id="claims"><tr><th>run</th><th>chip</th><th>op</th><th>re-measured</th>'
+        "<th>reproduced</th><th>claimed reach &rarr; measured</th><th>source</th></tr>"
+        f"{rows}</table>"
+    )
 
 
 def render_report(audit: TransferAuditPublic, title: str = "tunemem transfer audit") -> str:
@@ -224,12 +275,13 @@ def render_report(audit: TransferAuditPublic, title: str = "tunemem transfer aud
         f"its value is above {audit.neutral:+.2f}; observed means at least {audit.min_n} "
         "outcome(s).</p>"
         + _legend()
-        + "".join(f'<p class="advice">{escape(line)}</p>' for line in fill_advice(audit))
+        + "".join(f'<p class="advice">{code_spans(line)}</p>' for line in fill_advice(audit))
         + "<h2>Rank correlation of lesson values</h2>"
         + _heat_map(audit, "spearman", "Spearman rank correlation, source (row) vs target")
         + "<h2>Fraction of the target's optimum reached by the source's configurations</h2>"
         + _heat_map(audit, "optimum", "mean optimum fraction of the source's configuration lessons")
         + "<h2>Pairs</h2>"
         + (sections or "<p>No pair has lessons observed on both sides or recorded spaces.</p>")
+        + _claim_rows(audit)
         + "</body></html>\n"
     )

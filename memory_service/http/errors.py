@@ -116,7 +116,7 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(
         status_code=422,
         content={
-            "code": "invalid_request",
+            "code": "invalid_text" if first.get("type") == "invalid_text" else "invalid_request",
             "message": f"{'.'.join(first['loc'])}: {first['msg']}",
             "details": details,
         },
@@ -125,6 +125,17 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
 
 async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400:
+        # FastAPI's only 400 is a body it could not parse, for any reason (invalid UTF-8,
+        # nesting past the parser's recursion limit): to a client that is malformed JSON.
+        return JSONResponse(
+            status_code=400,
+            content={
+                "code": "malformed_json",
+                "message": f"request body is not valid JSON ({exc.detail})",
+            },
+            headers=exc.headers,
+        )
     code = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}.get(
         exc.status_code, "http_error"
     )

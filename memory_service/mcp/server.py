@@ -14,18 +14,14 @@ what to do with its answer. Every tool refuses arguments it does not take
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.types import ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from memory_service.core.audit_models import TransferAuditPublic
-from memory_service.core.errors import ServiceError
 from memory_service.core.models import (
     Applicability,
     LessonCreate,
@@ -41,7 +37,8 @@ from memory_service.core.models import (
     RetrieveResponse,
     Stage,
 )
-from memory_service.mcp.strict import strict_tool
+from memory_service.mcp.strict import service_errors, strict_tool
+from memory_service.mcp.suggest_tool import suggest_tool
 from memory_service.protocol import MemoryAPI
 
 SERVER_NAME = "tunemem"
@@ -58,27 +55,14 @@ The loop, once per kernel attempt:
 2. Evaluate your attempt, then call `report_outcome` with that `retrieval_id`, whether it
    compiled, whether it was correct, and its latency (plus the best latency before it, when
    refining). Name the lessons you actually used in `used`. This is how the memory learns.
+   To tune a parameter space, `suggest` answers the next configurations to try (untried by
+   you, the memory's first); report each one's outcome against its `retrieval_id`.
 3. When you find something reusable (a configuration that won, a cause of failure, an API
    detail), call `add_lesson` with precise applicability so it reaches the right tasks.
 
 Lessons of kind "failure" come back as warnings: things to avoid, not to do. Errors are tool
 errors whose text carries a stable code, e.g. "retrieval_not_found: no retrieval with id ...".
 """
-
-
-@contextmanager
-def service_errors() -> Iterator[None]:
-    """Turn the facade's errors (and request-model validation) into MCP tool errors."""
-    try:
-        yield
-    except ServiceError as exc:
-        raise ToolError(f"{exc.code}: {exc.message}") from exc
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in e['loc']) or 'input'}: {e['msg']}"
-            for e in exc.errors()
-        )
-        raise ToolError(f"invalid_input: {problems}") from exc
 
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -91,10 +75,10 @@ def build_mcp_server(service: MemoryAPI, *, name: str = SERVER_NAME) -> MCPServe
         stage: Annotated[
             Stage,
             Field(
-                description='"draft": you need a first kernel that compiles and is correct; '
-                '"refine": you have one and want it faster'
+                description='"draft" (the default): you need a first kernel that compiles and '
+                'is correct; "refine": you have one and want it faster'
             ),
-        ],
+        ] = "draft",
         op: Annotated[
             str | None,
             Field(description="operator family, e.g. softmax, rmsnorm, gemm, attention"),
@@ -160,7 +144,10 @@ def build_mcp_server(service: MemoryAPI, *, name: str = SERVER_NAME) -> MCPServe
         compiled: Annotated[bool, Field(description="did the kernel compile / launch")],
         correct: Annotated[
             bool | None,
-            Field(description="did it match the reference within tolerance (null: not checked)"),
+            Field(
+                description="did it match the reference within tolerance; required when it "
+                "compiled, unless `error` says how it failed"
+            ),
         ] = None,
         latency_ms: Annotated[
             float | None, Field(gt=0.0, description="measured latency of this attempt, ms")
@@ -336,6 +323,7 @@ def build_mcp_server(service: MemoryAPI, *, name: str = SERVER_NAME) -> MCPServe
     tools: list[Tool] = [
         strict_tool(retrieve_lessons, title="Retrieve lessons"),
         strict_tool(report_outcome, title="Report an attempt's outcome"),
+        suggest_tool(service),
         strict_tool(add_lesson, title="Add a lesson"),
         strict_tool(list_lessons, title="List lessons", annotations=READ_ONLY),
         strict_tool(get_lesson, title="Show a lesson", annotations=READ_ONLY),

@@ -6,16 +6,20 @@ ill-typed argument comes back as pydantic's multi-line report. `StrictTool` chec
 arguments first: an unknown one, a missing one or a wrong value is a tool error whose text
 reads like the HTTP API's `invalid_request` ("invalid_request: unknown argument 'task'; ...").
 The input schema says `additionalProperties: false`, so a client can know before calling.
+`service_errors` turns the facade's errors into tool errors carrying the API's stable code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
 from pydantic import ValidationError
+
+from memory_service.core.errors import ServiceError
 
 
 def _problem(error: Any) -> str:
@@ -56,3 +60,18 @@ def strict_tool(fn: Callable[..., Any], **options: Any) -> StrictTool:
     assert isinstance(tool, StrictTool)  # from_function builds `cls`
     tool.parameters["additionalProperties"] = False
     return tool
+
+
+@contextmanager
+def service_errors() -> Iterator[None]:
+    """Turn the facade's errors (and request-model validation) into MCP tool errors."""
+    try:
+        yield
+    except ServiceError as exc:
+        raise ToolError(f"{exc.code}: {exc.message}") from exc
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in e['loc']) or 'input'}: {e['msg']}"
+            for e in exc.errors()
+        )
+        raise ToolError(f"invalid_input: {problems}") from exc

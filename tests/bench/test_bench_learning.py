@@ -151,3 +151,35 @@ def test_loo_protocol_quick_run(synthetic_caches: Path, tmp_path: Path) -> None:
     assert set(report["tasks"]) == {"alpha/a100", "alpha/a4000", "alpha/rtx-3090"}
     assert set(json.loads(out.read_text())["summary"]["generalised"]) >= {"5", "top_3"}
     assert out.with_suffix(".md").read_text().startswith("# Learning benchmark (replay, leave")
+
+
+@pytest.mark.slow
+def test_lifelong_stream_holding_one_family_and_chip_twice(
+    synthetic_caches: Path, tmp_path: Path, write_cache: Any
+) -> None:
+    """A GPU re-tuned: a warm-up cache and a scored cache of the same (family, chip) from two
+    sources. Each run has its own id, so the report step's idempotency keys never collide."""
+    from bench.learning import run_learning_bench
+
+    warm = tmp_path / "retuned"
+    warm.mkdir()
+    again = write_cache(warm / "A100-again.json.gz", "alpha_kernel", "NVIDIA A100-PCIE-40GB")
+    doc = json.loads(gzip.open(again).read())
+    for entry in doc["cache"].values():  # the second tune measured slightly slower times
+        entry["time"] *= 1.1
+        entry["times"] = [entry["time"]]
+    again.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    report = run_learning_bench(
+        [synthetic_caches / "alpha_kernel"],
+        protocol="lifelong",
+        warmup=[warm],
+        seeds=1,
+        budget=4,
+        out=tmp_path / "twice.json",
+        arms=["default"],
+        embedder="hashing",
+        log=lambda _: None,
+    )
+    assert report["n_warmup"] == 1 and "alpha/a100" in report["tasks"]
+    curve = report["tasks"]["alpha/a100"]["arms"]["default"]["mean_curve"]
+    assert len(curve) == 4 and curve[-1] > 0

@@ -1,4 +1,5 @@
-"""Learning-loop routes: retrieve lessons for an attempt, report the attempt's outcome."""
+"""Learning-loop routes: retrieve lessons for an attempt, suggest configurations to try, report
+an attempt's outcome."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from memory_service.core.models import (
     RetrieveRequest,
     RetrieveResponse,
 )
+from memory_service.core.suggest_models import SuggestRequest, SuggestResponse
 from memory_service.http.deps import AgentDep, ServiceDep
 from memory_service.http.ratelimit import WriterDep
 
@@ -22,6 +24,12 @@ router = APIRouter(tags=["learning"])
 def retrieve(body: RetrieveRequest, svc: ServiceDep, who: AgentDep) -> RetrieveResponse:
     """Rank lessons for a task, context and stage by similarity and learned value."""
     return svc.retrieve(body, tenant=who.tenant)
+
+
+@router.post("/v1/suggest", response_model=SuggestResponse)
+def suggest(body: SuggestRequest, svc: ServiceDep, who: AgentDep) -> SuggestResponse:
+    """Untried valid configurations of a parameter space, in the memory's order, then search."""
+    return svc.suggest(body, tenant=who.tenant)
 
 
 @router.post("/v1/outcomes", response_model=ReportResponse)

@@ -26,6 +26,7 @@ def invoke(*args: str):
         ["serve", "--help"],
         ["retrieve", "--help"],
         ["report", "--help"],
+        ["suggest", "--help"],
         ["lessons", "list", "--help"],
         ["lessons", "show", "--help"],
         ["lessons", "archive", "--help"],
@@ -131,7 +132,7 @@ def test_embedded_flow_ingest_retrieve_report_rebuild(tmp_path: Path):
 
 def test_cli_errors_exit_non_zero_with_a_message(tmp_path: Path):
     data = ["--data-dir", str(tmp_path / "store")]
-    unknown = invoke("report", "no-such-retrieval", *data)
+    unknown = invoke("report", "no-such-retrieval", "--correct", *data)
     assert unknown.exit_code != 0 and "retrieval_not_found" in unknown.output
     missing = invoke("ingest", str(tmp_path / "nope.json"), *data)
     assert missing.exit_code != 0 and "no such file" in missing.output

@@ -7,8 +7,8 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from memory_service.core.auth import create_key
+from memory_service.core.quota import SharedWriteQuota
 from memory_service.http.app import create_app
-from memory_service.http.ratelimit import WriteQuota
 
 
 def lesson(text: str) -> dict:
@@ -31,7 +31,7 @@ def test_writes_past_the_quota_are_429_with_retry_after(make_service):
             refused.json()["code"] == "rate_limited" and "3 per minute" in refused.json()["message"]
         )
         assert int(refused.headers["retry-after"]) >= 1
-        report = {"retrieval_id": "x", "outcome": {"compiled": True}}
+        report = {"retrieval_id": "x", "outcome": {"compiled": True, "correct": True}}
         assert client.post("/v1/outcomes", json=report, headers=runaway).status_code == 429
         assert service.counts() == before
         ask = {"query": "lesson", "stage": "draft"}
@@ -48,9 +48,9 @@ def test_keyless_local_use_is_not_limited(make_service):
             assert client.post("/v1/lessons", json=lesson(f"local {i}")).status_code == 201
 
 
-def test_quota_refills_at_its_rate():
+def test_quota_refills_at_its_rate(service):
     now = [0.0]
-    quota = WriteQuota(60, clock=lambda: now[0])
+    quota = SharedWriteQuota(service.engine, 60, clock=lambda: now[0])
     assert all(quota.take("k") == 0.0 for _ in range(60))
     wait = quota.take("k")
     assert 0.9 < wait <= 1.0

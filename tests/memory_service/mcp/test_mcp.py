@@ -69,7 +69,6 @@ async def add_retrieve_report(client: Client) -> dict[str, Any]:
     retrieved = await client.call_tool(
         "retrieve_lessons",
         {
-            "stage": "draft",
             "op": "softmax",
             "chip": "NVIDIA H200",
             "dtype": "bf16",
@@ -79,7 +78,7 @@ async def add_retrieve_report(client: Client) -> dict[str, Any]:
     )
     assert not retrieved.is_error, retrieved
     body = retrieved.structured_content
-    assert body["chip"] == "h200"
+    assert body["chip"] == "h200" and body["stage"] == "draft"  # the default stage
     assert body["scope_chain"][0] == "chip:h200"
     assert [lesson["id"] for lesson in body["lessons"]] == [lesson_id]
     assert body["lessons"][0]["hint"] == SOFTMAX_LESSON["hint"]
@@ -99,7 +98,8 @@ async def add_retrieve_report(client: Client) -> dict[str, Any]:
     assert outcome["reward"] == 1.0
     assert outcome["rewards"] == {lesson_id: 1.0}
     value = outcome["values"][lesson_id]
-    assert value["n"] == 1 and value["value"] > 0.0 and value["value_scope"] == "chip:h200"
+    # the value the next retrieve ranks by: the generalised estimate, named by its heaviest term
+    assert value["n"] == 1 and value["value"] > 0.0 and value["value_scope"] == "prior"
     return {"lesson_id": lesson_id, "retrieval_id": body["retrieval_id"], "report": outcome}
 
 
@@ -113,8 +113,9 @@ def test_tools_are_listed_with_descriptions_and_schemas(make_service):
             assert tool.description and len(tool.description) > 80, tool.name
             assert tool.output_schema is not None, tool.name
         retrieve = tools["retrieve_lessons"].input_schema
-        assert retrieve["required"] == ["stage"]
+        assert not retrieve.get("required")  # stage defaults to draft, as in the CLI
         assert retrieve["properties"]["stage"]["enum"] == ["draft", "refine"]
+        assert retrieve["properties"]["stage"]["default"] == "draft"
         report = tools["report_outcome"].input_schema
         assert set(report["required"]) == {"retrieval_id", "compiled"}
         assert tools["list_lessons"].annotations.read_only_hint is True
@@ -172,7 +173,8 @@ def test_service_errors_become_tool_errors_with_their_code(make_service):
 
     async def scenario(client: Client) -> None:
         unknown = await client.call_tool(
-            "report_outcome", {"retrieval_id": "no-such-retrieval", "compiled": True}
+            "report_outcome",
+            {"retrieval_id": "no-such-retrieval", "compiled": True, "correct": True},
         )
         assert "retrieval_not_found" in error_text(unknown)
         assert "no-such-retrieval" in error_text(unknown)
@@ -191,7 +193,12 @@ def test_service_errors_become_tool_errors_with_their_code(make_service):
         assert bad_stage.is_error
         negative = await client.call_tool(
             "report_outcome",
-            {"retrieval_id": done["retrieval_id"], "compiled": True, "latency_ms": -1.0},
+            {
+                "retrieval_id": done["retrieval_id"],
+                "compiled": True,
+                "correct": True,
+                "latency_ms": -1.0,
+            },
         )
         assert "latency_ms" in error_text(negative)
 
@@ -210,7 +217,8 @@ def test_tools_over_a_remote_service_keep_the_http_error_codes(client):
     async def scenario(mcp_client: Client) -> None:
         await add_retrieve_report(mcp_client)
         unknown = await mcp_client.call_tool(
-            "report_outcome", {"retrieval_id": "no-such-retrieval", "compiled": True}
+            "report_outcome",
+            {"retrieval_id": "no-such-retrieval", "compiled": True, "correct": True},
         )
         assert "retrieval_not_found" in error_text(unknown)
 
@@ -236,7 +244,8 @@ def test_stdio_subprocess_session(tmp_path):
         assert EXPECTED_TOOLS <= names
         await add_retrieve_report(client)
         unknown = await client.call_tool(
-            "report_outcome", {"retrieval_id": "no-such-retrieval", "compiled": True}
+            "report_outcome",
+            {"retrieval_id": "no-such-retrieval", "compiled": True, "correct": True},
         )
         assert "retrieval_not_found" in error_text(unknown)
 

@@ -1,0 +1,131 @@
+"""The Kernel Tuner strategy end to end in Kernel Tuner's simulation mode (`tune_cache`, which
+replays a cache instead of a GPU) against a live tunemem server on a real port: the bundled
+convolution caches (real measurements, ingest/samples/LICENSES.md). Memory of the A100 and
+tuning the W6600; then the fallbacks when the memory is unreachable or empty."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from agent_client.tuners.kernel_tuner import MemoryStrategy
+from ingest.readers import read_any
+from ingest.samples import SAMPLES_DIR, TARGETS_DIR
+
+kernel_tuner = pytest.importorskip("kernel_tuner", reason="needs kernel_tuner (make install)")
+
+
+@pytest.fixture
+def live(make_service) -> Iterator[Callable[..., tuple[str, object]]]:
+    """live(ingest=[paths]) starts a service on a free loopback port; returns (url, service)."""
+    import uvicorn
+
+    from memory_service.http.app import create_app
+
+    servers = []
+
+    def start(ingest: list[Path] | None = None) -> tuple[str, object]:
+        service = make_service()
+        if ingest:
+            service.ingest(read_any(ingest))
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        config = uvicorn.Config(create_app(service), host="127.0.0.1", port=port)
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 30
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.started
+        servers.append((server, thread))
+        return f"http://127.0.0.1:{port}", service
+
+    yield start
+    for server, thread in servers:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture
+def w6600_cache(tmp_path: Path) -> tuple[Path, dict]:
+    """The bundled W6600 cache, unpacked (Kernel Tuner reads plain JSON)."""
+    path = tmp_path / "W6600.json"
+    with gzip.open(TARGETS_DIR / "convolution" / "W6600.json.gz", "rt") as packed:
+        path.write_text(packed.read())
+    return path, json.loads(path.read_text())
+
+
+def measured(doc: dict) -> dict[tuple, float]:
+    keys = doc["tune_params_keys"]
+    return {
+        tuple(entry[k] for k in keys): entry["time"]
+        for entry in doc["cache"].values()
+        if isinstance(entry.get("time"), int | float)
+    }
+
+
+def test_strategy_tunes_from_memory_and_reports_outcomes_and_the_run(live, w6600_cache):
+    url, service = live([SAMPLES_DIR / "kerneltuner" / "convolution" / "A100.json.gz"])
+    before = service.counts()
+    path, doc = w6600_cache
+    strategy = MemoryStrategy(url=url, k=4, chip="W6600", warn=pytest.fail)
+    results, _ = kernel_tuner.tune_cache(
+        str(path), strategy=strategy, strategy_options={"max_fevals": 10}, quiet=True
+    )
+    keys = doc["tune_params_keys"]
+    tried = [tuple(r[k] for k in keys) for r in results]
+    assert len(tried) == 10 and len(set(tried)) == 10
+    assert set(tried) <= set(measured(doc))  # failed configurations are not in the space
+    run = strategy.last_run
+    assert run is not None and run.sources[0] == "exemplar"
+
+    after = service.counts()
+    assert run.reported >= 4  # at least the first round came from the memory
+    assert after["outcomes"] - before["outcomes"] == run.reported
+    assert after["trajectories"] - before["trajectories"] == 1
+    assert after["attempts"] - before["attempts"] == 10  # the run, every evaluation
+    # The lesson behind the first evaluation holds that outcome in its history.
+    credited = [
+        lesson.id
+        for lesson in service.list_lessons().data
+        if service.lesson_history(lesson.id).outcomes
+    ]
+    assert credited
+
+
+def test_unreachable_memory_warns_once_and_tuning_goes_on(w6600_cache):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]  # nothing listens here once the probe closes
+    warnings: list[str] = []
+    path, doc = w6600_cache
+    strategy = MemoryStrategy(url=f"http://127.0.0.1:{closed}", timeout_s=2, warn=warnings.append)
+    results, _ = kernel_tuner.tune_cache(
+        str(path), strategy=strategy, strategy_options={"max_fevals": 12}, quiet=True
+    )
+    keys = doc["tune_params_keys"]
+    tried = {tuple(r[k] for k in keys) for r in results}
+    assert len(results) == 12 and len(tried) == 12 and tried <= set(measured(doc))
+    assert len(warnings) == 1 and "unreachable" in warnings[0]
+
+
+def test_empty_memory_warns_once_and_searches(live, w6600_cache):
+    url, service = live()
+    warnings: list[str] = []
+    path, _ = w6600_cache
+    strategy = MemoryStrategy(url=url, warn=warnings.append)
+    results, _ = kernel_tuner.tune_cache(
+        str(path), strategy=strategy, strategy_options={"max_fevals": 8}, quiet=True
+    )
+    assert len(results) == 8
+    assert len(warnings) == 1 and "holds nothing" in warnings[0]
+    assert service.counts()["trajectories"] == 1  # the run itself still goes into the memory

@@ -1,0 +1,75 @@
+"""`tunemem report`: an outcome without a result is refused; the same command twice counts once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from ingest.readers.native import write_native
+from ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
+from memory_service.cli.app import app
+
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def synthetic_store(tmp_path: Path) -> list[str]:
+    """A store holding one synthetic softmax run (latencies invented for the test)."""
+    data = ["--data-dir", str(tmp_path / "store")]
+    attempts = [
+        AttemptRecord(i, {"BLOCK": block}, latency_ms=1.0 + abs(block - 256) / 256)
+        for i, block in enumerate((64, 128, 256, 512, 1024))
+    ]
+    run = TrajectoryRecord(
+        "native",
+        "synthetic-run",
+        TaskSpec("softmax", "row_softmax", {"N": 4096}, "bf16"),
+        ContextSpec("a100", "cuda", chip_raw="NVIDIA A100-SXM4-80GB"),
+        attempts,
+        synthetic=True,
+    )
+    write_native([run], tmp_path / "runs.jsonl")
+    assert invoke("ingest", str(tmp_path / "runs.jsonl"), "--quiet", *data).exit_code == 0
+    return data
+
+
+def retrieve_id(data: list[str]) -> str:
+    got = invoke("retrieve", "--op", "softmax", "--chip", "a100", "-q", "block", "--json", *data)
+    return json.loads(got.output)["retrieval_id"]
+
+
+def test_report_without_a_result_is_refused_and_records_nothing(tmp_path: Path):
+    data = synthetic_store(tmp_path)
+    rid = retrieve_id(data)
+    refused = invoke("report", rid, "--latency-ms", "1.0", *data)
+    assert refused.exit_code != 0
+    assert "--correct or --incorrect" in refused.output
+    rebuilt = invoke("values", "rebuild", *data)
+    assert "from 0 outcomes" in rebuilt.output
+    # Not compiled, or failed with an error text: no --correct needed.
+    assert invoke("report", rid, "--not-compiled", *data).exit_code == 0
+
+
+def test_the_same_report_twice_counts_once(tmp_path: Path):
+    data = synthetic_store(tmp_path)
+    rid = retrieve_id(data)
+    first = invoke("report", rid, "--correct", "--latency-ms", "1.0", *data)
+    assert first.exit_code == 0 and json.loads(first.output)["duplicate"] is False
+    again = invoke("report", rid, "--correct", "--latency-ms", "1.0", *data)
+    assert again.exit_code == 0
+    assert "counted once" in again.output
+    assert "from 1 outcomes" in invoke("values", "rebuild", *data).output
+    # A different outcome of the same retrieval is another report.
+    other = invoke("report", rid, "--incorrect", *data)
+    assert other.exit_code == 0
+    assert "from 2 outcomes" in invoke("values", "rebuild", *data).output
+
+
+def test_report_help_shows_what_correct_means():
+    shown = invoke("report", "--help")
+    assert shown.exit_code == 0 and "required unless" in shown.output
