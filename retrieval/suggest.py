@@ -6,16 +6,15 @@ per attempt) and the service's `POST /v1/suggest` (up to k at once). Order of pr
 
 1. memory, exemplars: the exemplar configurations of the lessons retrieved now, in the
    service's rank order (credited to that lesson alone, so its value measures how well its
-   configuration works here); in the draft stage, where feasibility is the goal, same-backend
-   ones before transferred ones; once something works, only lessons ranked above their pool's
-   average, and none from a source chip whose configurations already ran poorly here;
+   configuration works here); in the agent's draft stage, same-backend ones first; once
+   something works, only lessons ranked above their pool's average, and none from a source
+   chip whose configurations already ran poorly here;
 2. memory, preferences: a parameter preference of such a lesson applied to the best
    configuration so far, in rank order (its learned value is part of that order);
 3. (the service's seam) model-based configurations, when a performance model is given;
-4. search: moves of one parameter around the best configurations so far, to an adjacent value
-   or to a value remembered exemplars use (moves that follow remembered preferences and
-   exemplars first, moves to values that went badly in this run's own attempts last); then
-   exemplars remembered from earlier retrievals; then a random untried configuration.
+4. search (`search_step`; the service's is `retrieval.suggest_search`): one-parameter moves
+   around the best so far (towards remembered preferences and exemplars, away from values that
+   went badly in this run), remembered exemplars, a random untried configuration.
 
 Failure hints with a high failure rate exclude matching configurations throughout. Only
 configurations of the space (and of the caller's `valid` list) neither observed nor offered yet.
@@ -136,8 +135,7 @@ class Hints:
                 else:
                     self.soft_avoid.append((str(hint["param"]), hint["value"]))
             if isinstance(hint.get("avoid"), dict):
-                # Every failure lesson comes back as a warning; only a pattern that fails more
-                # often than not is worth excluding outright, the rest only lowers preference.
+                # Only a pattern that fails more often than not is excluded outright.
                 rate = float(hint.get("failure_rate") or 0.0)
                 if rate >= HARD_FAILURE_RATE:
                     self.hard_avoid.append(dict(hint["avoid"]))
@@ -164,6 +162,9 @@ class SuggestState:
     seen_lessons: tuple[HintedLesson, ...] = ()
     valid: Sequence[Key] | None = None
     offered: set[Key] = field(default_factory=set)
+    # The agent (a few lessons per attempt) tries same-backend exemplars first when drafting;
+    # the service keeps the memory's rank order (values carry how lessons fared here).
+    backend_first: bool = True
 
     def __post_init__(self) -> None:
         self.now = Hints(self.lessons)
@@ -234,15 +235,13 @@ def memory_step(state: SuggestState) -> Suggestion | None:
     """The next configuration a retrieved lesson points to, or None when they run out."""
     base = dict(state.best.config) if state.best else None
     exemplars = state.now.exemplars
-    if state.stage == "draft":
+    if state.stage == "draft" and state.backend_first:
         # Feasibility first: configurations recorded on this backend before transferred ones
         # (the service's rank order kept within each group).
         exemplars = sorted(exemplars, key=lambda pair: pair[0].transferred)
     if base is not None:
-        # Once something works, a lesson is worth an attempt only when the service ranks it
-        # above the pool's average (scores are z-scored within the pool); below that, local
-        # search around the best is the better bet; and not from a chip whose configurations
-        # already ran poorly here.
+        # Once something works: only lessons ranked above the pool's average (z-scores), and
+        # none from a chip whose configurations already ran poorly here.
         poor = _poor_sources(state)
         exemplars = [
             pair for pair in exemplars if pair[0].score > 0 and not set(pair[0].chips) & poor
@@ -286,16 +285,14 @@ def local_move(state: SuggestState, rng: random.Random) -> dict[str, Any] | None
             if len(allowed) < 2 or centre.config.get(name) not in allowed:
                 continue
             i = allowed.index(centre.config[name])
-            # Adjacent values, and values that known-good configurations use (a step of path
-            # relinking towards them).
+            # Adjacent values, and values known-good configurations use (path relinking).
             steps = {allowed[j] for j in (i - 1, i + 1) if 0 <= j < len(allowed)}
             steps |= {v for (p, v) in support if p == name and v in allowed}
             steps.discard(centre.config[name])
             for value in steps:
                 config = {**centre.config, name: value}
                 if state.fresh(config):
-                    # Hints and known-good values pull; values that went badly in this run's
-                    # own attempts push away.
+                    # Hints and known-good values pull; values that went badly push away.
                     score = (
                         hints.preference(config)
                         + 0.5 * support.get((name, value), 0)
@@ -376,7 +373,11 @@ ModelProposer = Callable[[SuggestState, int], Sequence[Suggestion]]
 
 
 def suggest(
-    state: SuggestState, k: int, seed: int, model: ModelProposer | None = None
+    state: SuggestState,
+    k: int,
+    seed: int,
+    model: ModelProposer | None = None,
+    search: Callable[[SuggestState, random.Random], Suggestion] = search_step,
 ) -> list[Suggestion]:
     """Up to k distinct fresh configurations: the memory's in its order, then the model's
     (when given), then the search's. Fewer than k only when the space runs out."""
@@ -393,7 +394,7 @@ def suggest(
                 out.append(state.offer(suggestion))
     while len(out) < k:
         try:
-            out.append(state.offer(search_step(state, rng)))
+            out.append(state.offer(search(state, rng)))
         except SpaceExhausted:
             break
     return out

@@ -12,7 +12,7 @@ import typer
 from memory_service.cli.common import err
 
 bench_app = typer.Typer(
-    help="Benchmarks: ingest, service, learning, kernels, live.", no_args_is_help=True
+    help="Benchmarks: ingest, service, learning, tuners, kernels, live.", no_args_is_help=True
 )
 
 DEFAULT_SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -115,6 +115,19 @@ def bench_learning(
     except TaskDataError as exc:
         err.print(f"error: {exc}")
         raise typer.Exit(2) from exc
+
+
+def _register_tuners_bench() -> None:
+    from memory_service.cli.bench_tuners import bench_tuners
+
+    bench_app.command(
+        "tuners",
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+        add_help_option=False,
+    )(bench_tuners)
+
+
+_register_tuners_bench()
 
 
 def _register_service_bench() -> None:
