@@ -48,8 +48,9 @@ ARMS: dict[str, dict[str, Any] | None] = {
     "value_backoff": {"lam": 0.5, "backoff": True, "k_recall": 60, "values": "chain"},
     "generalised": {"lam": 0.5, "k_recall": 60, "values": "generalised", "value_floor": 0.1},
     "default": {},
-    # the service's defaults with recorded claims weighed by how well they reproduced
-    "trust": {"claim_power": 2.0},
+    # the service's defaults without weighing recorded claims by how well they reproduced
+    # (the noisy-memory sweep's `default`, before claim_power 2 became the default)
+    "claims_off": {"claim_power": 0.0},
 }
 CLEAN = MemoryNoise()  # the memory is told the recording as it is
 # index=memory: exact cosine over the (small) lesson set, no Chroma directory per run.

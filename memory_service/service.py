@@ -21,6 +21,7 @@ from memory_service.core.audit import transfer_audit
 from memory_service.core.audit_models import TransferAuditPublic
 from memory_service.core.embedder import Embedder, create_embedder
 from memory_service.core.embedding_cache import DiskCachedEmbedder, EmbeddingCache
+from memory_service.core.evidence import Evidence
 from memory_service.core.index import VectorIndex
 from memory_service.core.index_pointers import IndexPointers
 from memory_service.core.indexes import create_index
@@ -76,8 +77,9 @@ class MemoryService:
             generations=IndexPointers(self.store),
         )
         parts = (self.store, self.index, self.embedder, self.settings)
-        self._lessons = Lessons(*parts)
-        self._learning = LearningLoop(*parts)
+        evidence = Evidence()  # recorded spaces and claims, shared by lessons and learning
+        self._lessons = Lessons(*parts, evidence=evidence)
+        self._learning = LearningLoop(*parts, evidence=evidence)
         self._maintenance = Maintenance(*parts)
         self._suggestions = Suggestions(self._learning)
 
@@ -195,6 +197,7 @@ class MemoryService:
             toolchain=toolchain,
             policy=self.settings.toolchain_policy(),
             alpha=self.settings.alpha,
+            evidence=self._learning.evidence,
         )
 
     # ----------------------------------------------------------- export/import

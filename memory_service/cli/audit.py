@@ -88,6 +88,34 @@ def print_matrix(audit: TransferAuditPublic) -> None:
                 Text(clip(brief.text if brief else "", 100)),
             )
         console.print(lessons)
+    print_claims(audit)
+
+
+def print_claims(audit: TransferAuditPublic) -> None:
+    """Per recorded run re-measured on its chip: how its claims reproduced."""
+    if not audit.claims:
+        return
+    table = Table(
+        "run",
+        "chip",
+        "op",
+        "re-measured",
+        "reproduced",
+        "claimed reach → measured",
+        "source",
+        title="recorded runs whose configurations outcomes re-measured (worst first)",
+    )
+    for claim in audit.claims:
+        table.add_row(
+            claim.trajectory_id[:12],
+            claim.chip,
+            claim.op,
+            str(claim.n),
+            f"{claim.reproduced:.2f}",
+            f"{claim.claimed_reach:.2f} → {claim.measured_reach:.2f}",
+            Text(clip(claim.source, 60)),
+        )
+    console.print(table)
 
 
 @audit_app.command("transfer")

@@ -56,7 +56,7 @@ def bench_learning(
         list[str] | None,
         typer.Option(
             help="arms to run (repeatable): random, similarity, value, value_backoff,"
-            " generalised, default, trust; all by default"
+            " generalised, default, claims_off; all by default"
         ),
     ] = None,
     embedder: Annotated[str, typer.Option(help="service embedder: minilm or hashing")] = "minilm",

@@ -21,7 +21,7 @@ from memory_service.cli.common import (
     open_service,
     run_guarded,
 )
-from memory_service.core.models import LessonFilter
+from memory_service.core.models import LessonFilter, LessonList
 
 lessons_app = typer.Typer(help="List, show, add and archive lessons.", no_args_is_help=True)
 
@@ -137,6 +137,43 @@ def lessons_stale(
     run_guarded(go)
 
 
+def print_unreproduced(found: LessonList, as_json: bool) -> None:
+    """Lessons whose source run's claims failed to reproduce, worst run first."""
+    if as_json:
+        emit_json(found.model_dump(mode="json"))
+        return
+    if not found.count:
+        console.print(
+            "no recorded run's claims have been contradicted by outcomes on its chip yet",
+            markup=False,
+        )
+        return
+    table = Table(
+        "id",
+        "kind",
+        "run chip",
+        "reproduced",
+        "claimed reach → measured",
+        "re-measured",
+        "text",
+        title=f"lessons whose recorded claims failed to reproduce ({found.count})",
+    )
+    table.columns[0].no_wrap = True
+    for lesson in found.data:
+        claims = lesson.claims
+        assert claims is not None
+        table.add_row(
+            lesson.id,
+            lesson.kind,
+            claims.chip,
+            f"{claims.reproduced:.2f}",
+            f"{claims.claimed_reach:.2f} → {claims.measured_reach:.2f}",
+            str(claims.n),
+            Text(clip(lesson.text, 80)),
+        )
+    console.print(table)
+
+
 @lessons_app.command("top")
 def lessons_top(
     chip: Annotated[
@@ -146,6 +183,13 @@ def lessons_top(
     op: Annotated[str | None, typer.Option()] = None,
     kind: Annotated[str | None, typer.Option()] = None,
     n: Annotated[int, typer.Option("--n", help="lessons in each list")] = 5,
+    unreproduced: Annotated[
+        bool,
+        typer.Option(
+            "--unreproduced",
+            help="instead: lessons of recorded runs whose claims outcomes contradicted",
+        ),
+    ] = False,
     url: UrlOpt = None,
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
@@ -154,6 +198,10 @@ def lessons_top(
 
     def go() -> None:
         svc = open_service(url, data_dir)
+        if unreproduced:
+            wanted = LessonFilter(chip=chip, op=op, kind=kind, sort="unreproduced", limit=n)  # type: ignore[arg-type]
+            print_unreproduced(svc.list_lessons(wanted), as_json)
+            return
         lists = {
             order: svc.list_lessons(
                 LessonFilter(chip=chip, stage=stage, op=op, kind=kind, sort=order, limit=n)  # type: ignore[arg-type]

@@ -30,6 +30,7 @@ from memory_service.core.audit_models import (
     TransferPairPublic,
 )
 from memory_service.core.errors import InvalidInput
+from memory_service.core.evidence import Evidence
 from memory_service.core.schema import Attempt, Lesson, LessonValue, Trajectory
 from memory_service.core.store import Store
 from memory_service.core.toolchains import scope_values_under
@@ -263,6 +264,7 @@ def transfer_audit(
     toolchain: Mapping[str, str] | None = None,
     policy: ToolchainPolicy | None = None,
     alpha: float = 0.3,
+    evidence: Evidence | None = None,
 ) -> TransferAuditPublic:
     """Build the transfer audit of one stage at the chip or the backend level.
 
@@ -278,6 +280,8 @@ def transfer_audit(
         tenant: whose lessons and runs.
         toolchain: cut by toolchain: values from only the outcomes gathered under these
             versions (by `policy`), replayed from the outcome log with learning rate `alpha`.
+        evidence: where the recorded runs' claims are checked against the outcomes; with it,
+            `claims` lists how each re-measured run reproduced (on the selected chips).
 
     Raises:
         InvalidInput: unknown level, stage, chip or backend, or min_n < 1.
@@ -306,6 +310,7 @@ def transfer_audit(
         else:
             values, valued = scope_values(session, level, stage, op, tenant)
         optimum, config_lessons, spaced = optimum_matrix(session, level, op, tenant)
+        claims = evidence.claim_rows(session, tenant, op) if evidence is not None else []
     scopes = selected if selected is not None else sorted(set(values) | spaced)
     pairs = [
         TransferPairPublic.model_validate(
@@ -328,5 +333,8 @@ def transfer_audit(
             "toolchain": dict(toolchain) if toolchain else None,
             "pairs": pairs,
             "lessons": {lid: _brief(rows[lid], level) for lid in sorted(referenced)},
+            "claims": [
+                c for c in claims if level != "chip" or selected is None or c.chip in selected
+            ],
         }
     )

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory_service.core.value_models import ClaimsPublic
+
 
 class _FromAudit(BaseModel):
     model_config = ConfigDict(from_attributes=True)
@@ -78,6 +80,11 @@ class TransferAuditPublic(_FromAudit):
     )
     pairs: list[TransferPairPublic]
     lessons: dict[str, LessonBriefPublic]
+    claims: list[ClaimsPublic] = Field(
+        default_factory=list,
+        description="per recorded run re-measured by outcomes on its chip: claimed reach against"
+        " measured, worst reproduced first",
+    )
 
     def pair(self, source: str, target: str) -> TransferPairPublic:
         for item in self.pairs:

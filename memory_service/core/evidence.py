@@ -22,6 +22,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from memory_service.core.schema import Attempt, Lesson, LessonValue, Outcome, Retrieval, Trajectory
+from memory_service.core.value_models import ClaimsPublic
 from memory_service.core.values import is_feasible
 from retrieval.generalised import (
     GeneralisedSettings,
@@ -245,13 +246,53 @@ class Evidence:
         signature = (evidence.signature, newest)
         spaces = self.spaces(session, tenant)
         with self._lock:
-            if state.last_id == last_id < newest:  # another thread may have read them first
+            added = state.last_id == last_id < newest  # another thread may have read them first
+            if added:
                 state.items.extend(fresh)
                 state.last_id = newest
-            if state.signature != signature:
+            if state.signature == signature:
+                return dict(state.checks)
+            if added and state.signature == (evidence.signature, last_id):
+                # only new outcomes: their reproductions add to the sums already made
+                state.checks = claim_checks(fresh, evidence.lessons, spaces, state.checks)
+            else:
                 state.checks = claim_checks(state.items, evidence.lessons, spaces)
-                state.signature = signature
+            state.signature = signature
             return dict(state.checks)
+
+    def claim_rows(
+        self, session: Session, tenant: str, op: str | None = None
+    ) -> list[ClaimsPublic]:
+        """Every recorded run with re-measurements, worst reproduced first."""
+        checks = self.claim_checks(session, tenant)
+        if not checks:
+            return []
+        runs = {
+            tid: (chip, run_op, source)
+            for tid, chip, run_op, source in session.execute(
+                sa_select(
+                    col(Trajectory.id),
+                    col(Trajectory.chip),
+                    col(Trajectory.op),
+                    col(Trajectory.source),
+                ).where(col(Trajectory.id).in_(list(checks)))
+            )
+        }
+        rows = [
+            ClaimsPublic(
+                trajectory_id=tid,
+                chip=runs[tid][0],
+                op=runs[tid][1],
+                source=runs[tid][2],
+                n=check.n,
+                reproduced=check.ratio_sum / check.n,
+                claimed_reach=check.claimed_reach_sum / check.n,
+                measured_reach=check.measured_reach_sum / check.n,
+            )
+            for tid, check in checks.items()
+            if tid in runs and check.n > 0 and (op is None or runs[tid][1] == op)
+        ]
+        return sorted(rows, key=lambda r: (r.reproduced, -r.n, r.trajectory_id))
 
     def estimates(
         self,

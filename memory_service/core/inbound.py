@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, model_validator
+from pydantic_core import PydanticCustomError
 
 from ingest.validate import strings_problem
 
@@ -26,5 +27,6 @@ class Inbound(BaseModel):
     def _storable_text(cls, data: Any) -> Any:
         problem = strings_problem(data, cls._what) if isinstance(data, dict) else None
         if problem:
-            raise ValueError(problem)
+            # Its own error type, so the HTTP door answers `invalid_text` for it.
+            raise PydanticCustomError("invalid_text", problem)
         return data

@@ -52,12 +52,19 @@ from retrieval.ranking import Candidate, rank, recall_size
 class LearningLoop:
     """Retrieval, outcome reports and lesson histories."""
 
-    def __init__(self, store: Store, index: VectorIndex, embedder: Embedder, settings: Settings):
+    def __init__(
+        self,
+        store: Store,
+        index: VectorIndex,
+        embedder: Embedder,
+        settings: Settings,
+        evidence: Evidence | None = None,
+    ):
         self.store = store
         self.index = index
         self.embedder = embedder
         self.settings = settings
-        self.evidence = Evidence()
+        self.evidence = evidence or Evidence()
 
     @staticmethod
     def resolve_context(context: ContextIn) -> tuple[str | None, str | None, list[str]]:

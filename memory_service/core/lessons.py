@@ -15,7 +15,9 @@ from sqlmodel import Session, col, select
 
 import platforms
 from memory_service.core import ids, lesson_rows
+from memory_service.core.claims import unreproduced_lessons
 from memory_service.core.embedder import Embedder
+from memory_service.core.evidence import Evidence
 from memory_service.core.index import VectorIndex
 from memory_service.core.models import (
     LessonCreate,
@@ -54,11 +56,20 @@ def value_rows(session: Session, lesson_id: str) -> list[ValuePublic]:
 class Lessons:
     """Adding, listing, reading, editing and archiving lessons."""
 
-    def __init__(self, store: Store, index: VectorIndex, embedder: Embedder, settings: Settings):
+    def __init__(
+        self,
+        store: Store,
+        index: VectorIndex,
+        embedder: Embedder,
+        settings: Settings,
+        evidence: Evidence | None = None,
+    ):
         self.store = store
         self.index = index
         self.embedder = embedder
         self.settings = settings
+        # shared with the learning loop: how recorded runs' claims held up in outcomes
+        self.evidence = evidence or Evidence()
 
     def add_lessons(
         self,
@@ -237,6 +248,12 @@ class Lessons:
         if where.q:
             # autoescape: "%" and "_" in the query are literal characters, not wildcards.
             conditions.append(func.lower(Lesson.text).contains(where.q.lower(), autoescape=True))
+        if where.sort == "unreproduced":
+            chip_id = self._chip_id_for_filter(where.chip) if where.chip else None
+            with self.store.session() as session:
+                return unreproduced_lessons(
+                    session, where, conditions, self.evidence, tenant, chip_id
+                )
         if where.sort != "created":  # ranked by value in the chip's context, not filtered by it
             with self.store.session() as session:
                 return valued_lessons(session, where, conditions, self.settings)

@@ -24,7 +24,7 @@ from memory_service.core.transfer_models import (
     GlossaryEntryPublic,
     ToolchainBreakdown,
 )
-from memory_service.core.value_models import ContextValue
+from memory_service.core.value_models import ClaimsPublic, ContextValue
 from retrieval.toolchain import parse_toolchain
 
 LessonKind = Literal["insight", "failure", "exemplar", "api"]
@@ -124,6 +124,7 @@ class LessonPublic(LessonBase):
     value: ContextValue | None = Field(
         None, description="with sort=value: the lesson's value in the chip's context"
     )
+    claims: ClaimsPublic | None = Field(None, description="with sort=unreproduced: its run's")
 
 
 class ValuePublic(BaseModel):
@@ -154,11 +155,12 @@ class LessonFilter(Inbound):
     op: str | None = Field(None, description="only lessons for this operator")
     q: str | None = Field(None, description="text contains (case-insensitive)")
     status: Literal["active", "archived", "all"] = Field("active", description="lesson status")
-    sort: Literal["created", "value", "-value"] = Field(
+    sort: Literal["created", "value", "-value", "unreproduced"] = Field(
         "created",
         description="created: oldest first; value / -value: highest / lowest learned value "
         "first, in the context of `chip` (then `chip` names where the lesson is applied, not "
-        "a chip the lesson names) at `stage`, counting lessons with outcomes there",
+        "a chip the lesson names) at `stage`, counting lessons with outcomes there; "
+        "unreproduced: lessons of recorded runs whose claims outcomes contradicted, worst first",
     )
     stage: Stage = Field("draft", description="with sort=value: whose values")
     limit: int = Field(50, ge=1, le=500, description="page size")
@@ -240,10 +242,7 @@ class RetrieveOptions(Inbound):
         description="generalised values: the least weight any other chip's evidence gets",
     )
     claim_power: Number | None = Field(
-        None,
-        ge=0.0,
-        le=8.0,
-        description="generalised values: how sharply contradicted recorded claims lose weight",
+        None, ge=0.0, le=8.0, description="how sharply contradicted recorded claims lose weight"
     )
 
 

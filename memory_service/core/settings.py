@@ -74,11 +74,12 @@ class Settings(BaseSettings):
         description="generalised values: the least weight any other chip's evidence gets",
     )
     claim_power: float = Field(
-        0.0,
+        2.0,
         ge=0.0,
         le=8.0,
         description="generalised values: how sharply a recorded space whose claims failed to"
-        " reproduce in reported outcomes loses weight (trust ** power; 0 = never)",
+        " reproduce in reported outcomes loses weight (trust ** power; 0 = never); 2 chosen on"
+        " the development data's noisy-memory sweep",
     )
     claim_kappa: float = Field(
         2.0,

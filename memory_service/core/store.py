@@ -21,7 +21,7 @@ from sqlalchemy import Connection, event, inspect, text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, create_engine
 
-from memory_service.core import auth, dirlock, quota, schema  # noqa: F401  (registers the tables)
+from memory_service.core import auth, dirlock, quota, schema, storable  # noqa: F401 (tables)
 from memory_service.core.settings import Settings
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -82,6 +82,7 @@ def create_store_engine(url: str, *, migrate_schema: bool = True) -> Engine:
             connect_args={"check_same_thread": False, "timeout": 30},
             pool_size=20,
             max_overflow=20,
+            json_serializer=storable.json_serializer,
         )
 
         @event.listens_for(engine, "connect")
@@ -96,7 +97,14 @@ def create_store_engine(url: str, *, migrate_schema: bool = True) -> Engine:
             cursor.close()
 
     else:
-        engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=30)
+        engine = create_engine(
+            url,
+            pool_pre_ping=True,
+            pool_size=10,
+            max_overflow=30,
+            json_serializer=storable.json_serializer,
+        )
+    storable.install(engine)
     if migrate_schema:
         migrate(engine)
     return engine

@@ -20,3 +20,16 @@ class ContextValue(BaseModel):
     n_total: int = Field(description="outcomes in every scope of the chain")
     ci_low: float
     ci_high: float
+
+
+class ClaimsPublic(BaseModel):
+    """How one recorded run's claims held up when outcomes on its chip re-measured them."""
+
+    trajectory_id: str = Field(description="the recorded run (source of the claims)")
+    chip: str = Field(description="the chip the run was recorded under")
+    op: str
+    source: str = Field(description="where the run came from (file, upload)")
+    n: int = Field(description="re-measurements of configurations the run timed")
+    reproduced: float = Field(description="mean of min(1, claimed / measured latency)")
+    claimed_reach: float = Field(description="mean of the run's optimum / claimed latency")
+    measured_reach: float = Field(description="mean of the run's optimum / measured latency")

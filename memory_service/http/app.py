@@ -30,6 +30,7 @@ from memory_service.http.errors import (
     install_error_handlers,
 )
 from memory_service.http.routes import admin, audit, learning, lessons, trajectories, ui
+from memory_service.http.url_text import UrlTextMiddleware
 from memory_service.service import MemoryService
 
 
@@ -88,6 +89,7 @@ def create_app(service: MemoryService) -> FastAPI:
         "tunemem_request_seconds", "HTTP request latency", ["route"], registry=registry
     )
     app.add_middleware(BodyLimitMiddleware, max_bytes=service.settings.max_body_bytes)
+    app.add_middleware(UrlTextMiddleware)
     app.add_middleware(MetricsMiddleware, requests_total=requests_total, latency=latency)
     install_error_handlers(app)
     for module in (audit, lessons, learning, trajectories, admin, ui):

@@ -210,6 +210,30 @@ def fill_advice(audit: TransferAuditPublic) -> list[str]:
     return advice
 
 
+def _claim_rows(audit: TransferAuditPublic) -> str:
+    """Per recorded run that outcomes on its chip re-measured: claimed reach vs measured."""
+    head = (
+        "<h2>Claims against outcomes</h2><p>Recorded runs whose configurations agents re-measured"
+        " on the run's chip; reproduced is the mean of min(1, claimed / measured latency), and a"
+        " run's recorded reach weighs in values by how well its claims reproduced.</p>"
+    )
+    if not audit.claims:
+        return head + '<p class="empty">No recorded configuration re-measured on its chip yet.</p>'
+    rows = "".join(
+        f"<tr><td>{escape(c.trajectory_id[:12])}</td><td>{escape(c.chip)}</td>"
+        f'<td>{escape(c.op)}</td><td class="num">{c.n}</td>'
+        f'<td class="num">{c.reproduced:.2f}</td>'
+        f'<td class="num">{c.claimed_reach:.2f} &rarr; {c.measured_reach:.2f}</td>'
+        f"<td>{escape(c.source[:80])}</td></tr>"
+        for c in audit.claims[:MAX_ROWS]
+    )
+    return (
+        f'{head}<table id="claims"><tr><th>run</th><th>chip</th><th>op</th><th>re-measured</th>'
+        "<th>reproduced</th><th>claimed reach &rarr; measured</th><th>source</th></tr>"
+        f"{rows}</table>"
+    )
+
+
 def render_report(audit: TransferAuditPublic, title: str = "tunemem transfer audit") -> str:
     """The whole report as one HTML document (UTF-8 text)."""
     scope_word = "chips" if audit.level == "chip" else "backends"
@@ -231,5 +255,6 @@ def render_report(audit: TransferAuditPublic, title: str = "tunemem transfer aud
         + _heat_map(audit, "optimum", "mean optimum fraction of the source's configuration lessons")
         + "<h2>Pairs</h2>"
         + (sections or "<p>No pair has lessons observed on both sides or recorded spaces.</p>")
+        + _claim_rows(audit)
         + "</body></html>\n"
     )

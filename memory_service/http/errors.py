@@ -116,7 +116,7 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(
         status_code=422,
         content={
-            "code": "invalid_request",
+            "code": "invalid_text" if first.get("type") == "invalid_text" else "invalid_request",
             "message": f"{'.'.join(first['loc'])}: {first['msg']}",
             "details": details,
         },

@@ -187,3 +187,24 @@ def test_the_reports_door_credits_only_the_tenants_own_lessons(two_tenants):
     # and a rebuild never credits a lesson of another tenant either
     service.rebuild_values()
     assert [v for v in service.value_table() if v[0] == b_lesson] == before
+
+
+def test_every_stored_column_has_its_bundle_check():
+    """A column added to a table the bundle carries needs its check in `bundle_records`
+    (else a bundle carrying it would be refused, or, worse, stored unchecked)."""
+    from memory_service.core.bundle_records import MODELS
+    from memory_service.core.schema import Attempt, Lesson, Outcome, Retrieval, Trajectory
+
+    tables = {
+        "lesson": Lesson,
+        "trajectory": Trajectory,
+        "attempt": Attempt,
+        "retrieval": Retrieval,
+        "outcome": Outcome,
+    }
+    for kind, table in tables.items():
+        columns = set(table.__table__.columns.keys())  # type: ignore[attr-defined]
+        assert columns <= set(MODELS[kind].model_fields), (
+            kind,
+            columns - set(MODELS[kind].model_fields),
+        )

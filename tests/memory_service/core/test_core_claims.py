@@ -102,3 +102,76 @@ def test_reproduced_claims_keep_full_trust(make_service) -> None:
         )
     )
     assert all(not x.breakdown.claim_trust for x in _retrieve(service, 2.0).lessons)
+
+
+def _contradicted(service) -> dict[int, str]:
+    """The mislabelled run ingested, two of its claims re-measured at the a4000's true times."""
+    service.ingest(
+        [
+            _trajectory("a4000", CLAIMED_A4000, "synthetic/mislabelled"),
+            _trajectory("a100", {16: 2.0, 32: 1.5, 64: 0.5, 128: 0.8}, "synthetic/a100"),
+        ]
+    )
+    lessons = _retrieve(service, 2.0).lessons
+    exemplars = {x.hint["config"]["bx"]: x.id for x in lessons if (x.hint or {}).get("config")}
+    for bx in (32, 16):
+        service.report(
+            ReportRequest(
+                retrieval_id=_retrieve(service, 2.0).retrieval_id,
+                used=[exemplars[bx]],
+                outcome=OutcomeIn(compiled=True, correct=True, latency_ms=TRUE_A4000[bx]),
+            )
+        )
+    return exemplars
+
+
+def test_the_analyst_sees_which_runs_claims_failed(make_service, tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from memory_service.cli.app import app
+    from memory_service.core.models import LessonFilter
+    from memory_service.http.audit_html import render_report
+
+    service = make_service(index="memory")
+    _contradicted(service)
+    (claims,) = service.audit_transfer().claims  # only the a4000 run was re-measured
+    assert (claims.chip, claims.op, claims.n) == ("a4000", "synthgemm", 2)
+    assert claims.source == "synthetic/mislabelled"
+    # ratios 0.5/2 and 1/4; claimed reach 0.5/0.5 and 0.5/1; measured 0.5/2 and 0.5/4
+    assert abs(claims.reproduced - 0.25) < 1e-9
+    assert abs(claims.claimed_reach - 0.75) < 1e-9
+    assert abs(claims.measured_reach - (0.25 + 0.125) / 2) < 1e-9
+    assert service.audit_transfer(chips="a100").claims == []
+    found = service.list_lessons(LessonFilter(sort="unreproduced"))
+    assert found.count > 0
+    assert all(x.claims == claims for x in found.data)
+    assert all(x.provenance["source"] == "synthetic/mislabelled" for x in found.data)
+    assert service.list_lessons(LessonFilter(sort="unreproduced", chip="a100")).count == 0
+    assert "Claims against outcomes" in render_report(service.audit_transfer())
+    service.close()
+
+    data = ["--data-dir", str(tmp_path / "store")]
+    top = CliRunner().invoke(app, ["lessons", "top", "--unreproduced", "--n", "3", *data])
+    assert top.exit_code == 0, top.output
+    assert "failed to reproduce" in top.output and "0.25" in top.output
+    audit = CliRunner().invoke(app, ["audit", "transfer", *data])
+    assert audit.exit_code == 0 and "synthetic/mislabelled" in audit.output
+
+
+def test_claims_over_http_and_in_the_ui(make_service) -> None:
+    from fastapi.testclient import TestClient
+
+    from memory_service.http.app import create_app
+
+    service = make_service(index="memory")
+    _contradicted(service)
+    with TestClient(create_app(service)) as client:
+        listed = client.get("/v1/lessons", params={"sort": "unreproduced", "limit": 2}).json()
+        assert listed["count"] > 0 and len(listed["data"]) == 2
+        assert listed["data"][0]["claims"]["chip"] == "a4000"
+        audit = client.get("/v1/audit/transfer").json()
+        assert [c["source"] for c in audit["claims"]] == ["synthetic/mislabelled"]
+        page = client.get("/ui/transfer").text
+        assert 'id="claims"' in page and "synthetic/mislabelled" in page
+        bad = client.get("/v1/lessons", params={"sort": "unreproducible"})
+        assert bad.status_code == 422 and "code" in bad.json()

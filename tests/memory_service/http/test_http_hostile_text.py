@@ -93,16 +93,24 @@ def _hostile_writes(client: TestClient, lesson_id: str, retrieval_id: str) -> li
         for method, url, body in attempts:
             # ASCII JSON: "\ud800" goes as the escape a hostile client sends
             response = client.request(method, url, content=json.dumps(body), headers=JSON)
-            if not 400 <= response.status_code < 500:
+            if response.status_code != 422 or response.json()["code"] != "invalid_text":
                 accepted.append(f"{method} {url} {body!r}: {response.status_code}")
         raw = quote(bad.encode("utf-8", "surrogatepass"))  # what a URL can carry of it
-        for name in ("q", "op", "chip"):
-            response = client.get(f"/v1/lessons?{name}={raw}")
+        urls = [f"/v1/lessons?{name}={raw}" for name in ("q", "op", "chip")]
+        urls += [f"/v1/audit/transfer?op={raw}", f"/v1/lessons/{raw}", f"/ui/lessons/{raw}"]
+        for url in urls:
+            response = client.get(url)
             # A NUL is refused; a surrogate's bytes are no UTF-8, so the URL decoder makes
             # them U+FFFD, which is text: then the filter must be whole (match nothing).
-            matched = response.status_code == 200 and response.json()["count"] > 0
-            if response.status_code not in (200, 422) or matched:
-                accepted.append(f"GET /v1/lessons?{name}={raw}: {response.status_code}")
+            matched = url.startswith("/v1/lessons?") and (
+                response.status_code == 200 and response.json()["count"] > 0
+            )
+            if (
+                response.status_code not in (200, 404, 422)
+                or matched
+                or ("00" in raw and response.status_code != 422)
+            ):
+                accepted.append(f"GET {url}: {response.status_code}")
     return accepted
 
 

@@ -66,3 +66,34 @@ def test_the_write_quota_is_shared_by_the_workers_of_one_store(make_service, tmp
     assert statuses.count(201) == 4, statuses
     assert statuses[4:] == [429] * 4
     assert workers[1].counts("lab")["lessons"] == 4
+
+
+def test_a_store_keyed_before_the_rule_stays_keyed_after_the_upgrade(tmp_path: Path):
+    """Migration 0004 marks a store keyed when it holds any key, revoked ones included."""
+    from sqlalchemy import create_engine, text
+    from sqlmodel import Session
+
+    from memory_service.core.auth import Unauthorized, authenticate
+    from memory_service.core.store import migrate
+
+    engine = create_engine(f"sqlite:///{tmp_path / 'old.db'}")
+    migrate(engine, "0003")
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO apikey (id, tenant, role, name, key_hash, created_at, revoked) "
+                "VALUES ('k1', 'default', 'admin', '', 'h', '2026-01-01 00:00:00', 1)"
+            )
+        )
+    migrate(engine)
+    with Session(engine) as session:
+        try:
+            authenticate(session, None, "127.0.0.1", "default")
+        except Unauthorized:
+            pass
+        else:
+            raise AssertionError("a store whose only key was revoked opened on upgrade")
+    fresh = create_engine(f"sqlite:///{tmp_path / 'fresh.db'}")
+    migrate(fresh)
+    with Session(fresh) as session:
+        assert authenticate(session, None, "127.0.0.1", "default") == ("default", "operator")
