@@ -95,7 +95,7 @@ def run_live(
     runner: Runner,
     budget: int,
     *,
-    proposer: str = "structured",
+    proposer: str = "suggest",
     k: int = 3,
     options: dict[str, Any] | None = None,
     plateau: int | None = None,

@@ -12,7 +12,8 @@ import typer
 from memory_service.cli.common import err
 
 bench_app = typer.Typer(
-    help="Benchmarks: ingest, service, learning, tuners, kernels, live.", no_args_is_help=True
+    help="Benchmarks: ingest, service, learning, tuners, kernels, live, autotune.",
+    no_args_is_help=True,
 )
 
 DEFAULT_SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -51,12 +52,13 @@ def bench_learning(
         list[Path] | None, typer.Option(help="loo: extra caches used only as sources")
     ] = None,
     seeds: Annotated[int, typer.Option(help="stream orders (lifelong) or source orders")] = 5,
-    budget: Annotated[int, typer.Option(help="attempts per task")] = 20,
+    budget: Annotated[int, typer.Option(help="attempts per task (1 to 100)", min=1, max=100)] = 20,
     arms: Annotated[
         list[str] | None,
         typer.Option(
             help="arms to run (repeatable): random, similarity, value, value_backoff,"
-            " generalised, default, claims_off; all by default"
+            " generalised, claims_off, exemplars, default (the service's search with its"
+            " performance model); all by default"
         ),
     ] = None,
     embedder: Annotated[str, typer.Option(help="service embedder: minilm or hashing")] = "minilm",
@@ -199,6 +201,59 @@ def bench_live(
     try:
         code = live_main(argv)
     except RuntimeError as exc:  # no GPU visible
+        err.print(f"error: {exc}")
+        raise typer.Exit(1) from exc
+    if code:
+        raise typer.Exit(code)
+
+
+@bench_app.command("autotune")
+def bench_autotune(
+    tasks: Annotated[
+        str, typer.Option(help="kernels, comma-separated")
+    ] = "softmax,rmsnorm,decode_attention,attention,gemm",
+    shapes: Annotated[int, typer.Option(help="shapes per task (0: all)")] = 0,
+    top_k: Annotated[float, typer.Option(help="configurations the drop-in times")] = 5,
+    explore: Annotated[float, typer.Option(help="their exploration share")] = 0.2,
+    rounds: Annotated[int, typer.Option(help="interleaved re-timing rounds")] = 5,
+    sweeps: Annotated[Path, typer.Option(help="recorded sweeps")] = Path("bench/results/h200"),
+    trajectories: Annotated[Path, typer.Option(help="where autotune-<task>.jsonl go")] = Path(
+        "bench/results/h200"
+    ),
+    out: Annotated[Path, typer.Option(help="where autotune.json and .md go")] = Path(
+        "bench/results"
+    ),
+    name: Annotated[str, typer.Option(help="result files' name")] = "autotune",
+    budget_s: Annotated[float, typer.Option(help="wall-clock budget, seconds")] = 540.0,
+    workers: Annotated[int, typer.Option(help="memories prepared at once")] = 8,
+    device: Annotated[str, typer.Option(help="cuda, or cpu (Triton interpreter)")] = "cuda",
+    full_only: Annotated[bool, typer.Option(help="run only the full autotune arm")] = False,
+    full_from: Annotated[
+        Path | None, typer.Option(help="the full arm's results from a --full-only run")
+    ] = None,
+    options: Annotated[
+        str | None, typer.Option(help='the drop-in\'s ranking options, JSON ({"lam": 0.0})')
+    ] = None,
+) -> None:
+    """The full triton.autotune against the memory's drop-in on held-out kernel shapes: autotune
+    wall seconds and the chosen configurations' speed (needs an NVIDIA GPU, or --device cpu)."""
+    from bench.autotune import main as autotune_main
+
+    if device not in ("cuda", "cpu"):
+        err.print(f"error: --device must be cuda or cpu, not {device!r}")
+        raise typer.Exit(2)
+    argv = [
+        *("--tasks", tasks, "--shapes", str(shapes), "--top-k", str(top_k)),
+        *("--explore", str(explore), "--rounds", str(rounds), "--sweeps", str(sweeps)),
+        *("--trajectories", str(trajectories), "--out", str(out), "--name", name),
+        *("--budget-s", str(budget_s), "--workers", str(workers), "--device", device),
+        *(["--full-only"] if full_only else []),
+        *(["--full-from", str(full_from)] if full_from else []),
+        *(["--options", options] if options else []),
+    ]
+    try:
+        code = autotune_main(argv)
+    except RuntimeError as exc:  # no GPU visible, or an arm's process failed
         err.print(f"error: {exc}")
         raise typer.Exit(1) from exc
     if code:

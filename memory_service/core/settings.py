@@ -107,6 +107,19 @@ class Settings(BaseSettings):
         0.5, ge=0.0, le=1.0, description="weight of an outcome under a superseded toolchain"
     )
 
+    # Performance models behind suggest (DESIGN section 5, "Configurations beyond the
+    # remembered ones"): caches of the stored search spaces, trained off the request path.
+    suggest_model: bool = Field(
+        True, description="model-based suggestions (source model) from the stored search spaces"
+    )
+    model_wait_s: float = Field(
+        0.0,
+        ge=0.0,
+        le=600.0,
+        description="seconds a suggest waits for a model being (re)trained; 0: it never waits "
+        "and answers with the previous model, or without one",
+    )
+
     dedup_threshold: float = Field(0.95, gt=0.0, le=1.0, description="near-duplicate cosine")
     max_body_bytes: int = Field(8 * 1024 * 1024, gt=0, description="largest accepted request")
     batch_size: int = Field(256, ge=1, description="ingest embedding/commit batch size")

@@ -87,18 +87,33 @@ def test_failure_hints_exclude_matching_configurations():
     assert len(more) == 24 and all(s.config["shmem"] == 1 for s in more[12:])
 
 
-def test_the_model_seam_comes_after_the_memory_and_before_the_search():
-    def model(current: SuggestState, n: int) -> list[Suggestion]:
-        assert n == 2
+class FixedModel:
+    """A stand-in model: fixed configurations, and whether it leads."""
+
+    def __init__(self, leading: bool) -> None:
+        self.leading = leading
+
+    def __call__(self, current: SuggestState, n: int) -> list[Suggestion]:
         return [
             Suggestion({"bx": 64, "ty": 2, "shmem": 1}, (), "model", "model", "repeat"),
             Suggestion({"bx": 16, "ty": 4, "shmem": 1}, (), "model", "model", "", {"ms": 0.9}),
             Suggestion({"bx": 16, "ty": 4, "shmem": 0}, (), "model", "model", ""),
-        ]
+        ][: n + 1]
 
-    out = suggest(state([exemplar("a", {"bx": 64, "ty": 2, "shmem": 1})]), 3, 0, model)
+    def leads(self, current: SuggestState, memory: Suggestion | None) -> bool:
+        return self.leading
+
+
+def test_the_model_seam_comes_after_the_memory_and_before_the_search():
+    out = suggest(state([exemplar("a", {"bx": 64, "ty": 2, "shmem": 1})]), 3, 0, FixedModel(False))
     assert [s.source for s in out] == ["exemplar", "model", "model"]
     assert out[1].prediction == {"ms": 0.9}  # the repeat of the exemplar was dropped
+
+
+def test_a_leading_model_goes_before_the_memory():
+    lessons = [exemplar("a", {"bx": 32, "ty": 1, "shmem": 0})]
+    out = suggest(state(lessons), 4, 0, FixedModel(True))
+    assert [s.source for s in out] == ["model", "model", "model", "exemplar"]
 
 
 def test_a_valid_list_restricts_every_source_and_the_space_can_run_out():
