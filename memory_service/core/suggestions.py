@@ -133,7 +133,7 @@ class Suggestions:
             stage=stage,
             chip=retrieval.chip,
             suggestions=[self._public(s, retrieval) for s in chosen],
-            warnings=self._warnings(request, state, len(chosen)),
+            warnings=[*retrieval.warnings, *self._warnings(request, state, len(chosen))],
             settings={**retrieval.settings, "lessons": n_lessons, "seed": seed},
         )
 
