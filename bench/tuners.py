@@ -44,6 +44,10 @@ from bench.tuners_sim import (
 )
 
 DEFAULT_BUDGETS = (5, 10, 20, 50, 100)
+# The memory as a long-running server holds it: a target's first suggest waits (up to two
+# minutes) for the performance model of the family's recorded spaces, trained in the
+# background after the sources were ingested, instead of going without it.
+TUNERS_SERVICE_SETTINGS = {**SERVICE_SETTINGS, "model_wait_s": 120.0}
 LEVELS = {"90": 0.9, "95": 0.95}
 
 
@@ -88,7 +92,7 @@ class Arena:
 
             self._embedder = create_embedder("minilm")
         family = [t for t in self.tasks if t.family == task.family and t.chip != task.chip]
-        live = LiveService(SERVICE_SETTINGS, embedder=self._embedder)
+        live = LiveService(TUNERS_SERVICE_SETTINGS, embedder=self._embedder)
         started = time.perf_counter()
         try:
             for source in sorted(self.sources, key=lambda t: t.name) + source_order(family, seed):
