@@ -237,6 +237,37 @@ def run_tuners_bench(
     return result
 
 
+def merge_results(parts: list[Path], out: Path, command: str) -> dict[str, Any]:
+    """One result from runs on disjoint task sets with the same settings (e.g. one process per
+    kernel family, each filling its memories from its own family): tasks joined, summary,
+    Markdown and plot made again."""
+    import json
+
+    from bench.tuners_report import markdown, plot
+
+    loaded = [json.loads(p.read_text()) for p in parts]
+    first = loaded[0]
+    keys = ("budgets", "seeds", "k", "source_budget", "strategies", "sources")
+    for other in loaded[1:]:
+        if any(other["settings"][key] != first["settings"][key] for key in keys):
+            raise ValueError("the results to merge were run with different settings")
+    result = dict(first)
+    result["command"] = command
+    result["parts"] = [{"command": r["command"], "wall_s": r["wall_s"]} for r in loaded]
+    result["settings"] = {
+        **first["settings"],
+        "caches": [c for r in loaded for c in r["settings"]["caches"]],
+    }
+    result["tasks"] = {name: t for r in loaded for name, t in r["tasks"].items()}
+    result["summary"] = summary(result["tasks"], list(first["settings"]["budgets"]))
+    result["warnings"] = sorted({w for r in loaded for w in r.get("warnings", [])})
+    result["wall_s"] = round(sum(r["wall_s"] for r in loaded), 1)
+    out.write_text(json.dumps(result, indent=2, default=str) + "\n")
+    out.with_suffix(".md").write_text(markdown(result))
+    plot(result, out.with_suffix(".png"))
+    return result
+
+
 def _line(arm: dict[str, Any], budgets: list[int]) -> str:
     cells = " ".join(f"@{b} {arm['fraction_at'][str(b)]['mean']:.3f}" for b in budgets)
     return f"{cells} score {arm['score']:.3f}"
