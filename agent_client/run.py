@@ -265,7 +265,7 @@ def run_agent(
     chip: str | None,
     budget: int,
     *,
-    proposer: str = "structured",
+    proposer: str = "suggest",
     k: int = 3,
     options: dict[str, Any] | None = None,
     plateau: int | None = DEFAULT_PLATEAU,
@@ -286,7 +286,8 @@ def run_agent(
         task: a Kernel Tuner cache file, or a folder of them (the chip's file is used).
         chip: the chip to tune on (must match the recording's chip when a file is given).
         budget: the most attempts to make.
-        proposer: `structured`, `llm` (needs llm_url and llm_model) or `random`.
+        proposer: `suggest` (the service's search: exemplars, then its performance model;
+            the default), `structured`, `llm` (needs llm_url and llm_model) or `random`.
         k, options: lessons per retrieval and per-request ranking overrides.
         plateau: stop early after this many attempts without improvement (default
             `DEFAULT_PLATEAU`; None or 0 runs the whole budget).
@@ -330,9 +331,11 @@ def run_with_memory(
         if not (llm and llm.get("url") and llm.get("model")):
             raise ValueError("the llm proposer needs llm_url and llm_model")
         chosen = create_proposer("llm", **llm)
-    else:
-        chosen = create_proposer(proposer)
     client = MemoryClient(base_url, api_key=api_key) if base_url else None
+    if proposer == "suggest":
+        chosen = create_proposer("suggest", client=client, options=graph_options.get("options"))
+    elif proposer != "llm":
+        chosen = create_proposer(proposer)
     try:
         return run_graph(runner, chosen, client, budget, **graph_options)
     finally:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_client.client import MemoryClient
-from agent_client.proposers import create_proposer
+from agent_client.proposers import Proposer, create_proposer
 from agent_client.run import run_graph
 from bench import machine
 from bench.learning_lifelong import lifelong_report, ranking_quality, run_random, run_stream
@@ -47,13 +47,32 @@ ARMS: dict[str, dict[str, Any] | None] = {
     "value": {"lam": 0.5, "backoff": False, "k_recall": 60, "values": "chain"},
     "value_backoff": {"lam": 0.5, "backoff": True, "k_recall": 60, "values": "chain"},
     "generalised": {"lam": 0.5, "k_recall": 60, "values": "generalised", "value_floor": 0.1},
+    "exemplars": {},
     "default": {},
-    # the service's defaults with recorded claims weighed by how well they reproduced
-    "trust": {"claim_power": 2.0},
+    # the service's defaults without weighing recorded claims by how well they reproduced
+    # (the noisy-memory sweep's `default`, before claim_power 2 became the default)
+    "claims_off": {"claim_power": 0.0},
 }
+# The proposer of each arm's scored runs: `default` is what a user's agent gets, the service's
+# own search through POST /v1/suggest (exemplars first, then its performance model);
+# `exemplars` is the structured proposer over the service's default ranking (the default
+# before the model). loo source runs always use the structured proposer, since they hide their
+# own chip's lessons and the service's search cannot.
+PROPOSERS: dict[str, str] = {"default": "suggest"}
+MAX_BUDGET = 100
 CLEAN = MemoryNoise()  # the memory is told the recording as it is
 # index=memory: exact cosine over the (small) lesson set, no Chroma directory per run.
-SERVICE_SETTINGS: dict[str, Any] = {"index": "memory"}
+# model_wait_s: a suggest waits for the model trained on what was just ingested, so that a
+# run's answers do not depend on how fast the machine trains (a user's service never waits).
+SERVICE_SETTINGS: dict[str, Any] = {"index": "memory", "model_wait_s": 300.0}
+
+
+def arm_proposer(arm: str, client: MemoryClient, options: dict[str, Any] | None) -> Proposer:
+    """The proposer of an arm's scored runs (see PROPOSERS)."""
+    name = PROPOSERS.get(arm, "structured")
+    if name == "suggest":
+        return create_proposer("suggest", client=client, options=options)
+    return create_proposer(name)
 
 
 class LiveService:
@@ -133,7 +152,7 @@ def run_loo_arm(
             quality["best_in_memory"] = memory.best_in_memory(target, sources)
             result = run_graph(
                 ReplayRunner(recording=target.recording),
-                create_proposer("structured"),
+                arm_proposer(arm, client, options),
                 client,
                 budget,
                 run_id=f"{target.name}-{arm}-{seed}",
@@ -232,7 +251,18 @@ def run_lifelong(
                 ]
                 continue
             runs[arm] += run_stream(
-                arm, options, tasks, warmup, seed, budget, k, WIDEN_K, factory, log, plans[seed]
+                arm,
+                options,
+                tasks,
+                warmup,
+                seed,
+                budget,
+                k,
+                WIDEN_K,
+                factory,
+                log,
+                plans[seed],
+                arm_proposer,
             )
     report = lifelong_report(runs, tasks, warmup, budget)
     report["mislabelled"] = [plan.mislabelled() for plan in plans]
@@ -279,6 +309,8 @@ def run_learning_bench(
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r}; valid: {', '.join(PROTOCOLS)}")
     log = log or (lambda message: print(message, flush=True))
+    if not 1 <= budget <= MAX_BUDGET:
+        raise ValueError(f"budget {budget}: attempts per task run from 1 to {MAX_BUDGET}")
     if quick:
         seeds, budget = 1, min(budget, 6)
     arms = arms or list(ARMS)

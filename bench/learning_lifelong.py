@@ -96,9 +96,12 @@ def run_stream(
     service_factory: Callable[[], Any],
     log: Callable[[str], None],
     memory: NoisyMemory,
+    proposer_for: Callable[[str, Any, dict[str, Any] | None], Any] | None = None,
 ) -> list[dict[str, Any]]:
     """One arm, one seed: the whole stream through one memory; results of the scored tasks.
     `memory` says what each finished run tells the memory (noisy, mislabelled or as recorded)."""
+    if proposer_for is None:
+        proposer_for = lambda *_: create_proposer("structured")  # noqa: E731
     stream = [(t, False) for t in stream_order(warmup, seed)]
     stream += [(t, True) for t in stream_order(scored, seed)]
     live = service_factory()
@@ -113,7 +116,7 @@ def run_stream(
                     quality["best_in_memory"] = memory.best_in_memory(task, ingested)
                 result = run_graph(
                     ReplayRunner(recording=task.recording),
-                    create_proposer("structured"),
+                    proposer_for(arm, client, options),
                     client,
                     budget,
                     # unique per run: a stream may hold one (family, chip) twice (a GPU

@@ -12,7 +12,7 @@ import statistics
 from collections.abc import Iterable
 from typing import Any
 
-MILESTONES = (1, 5, 10, 20)
+MILESTONES = (1, 5, 10, 20, 50, 100)
 THRESHOLDS = (0.90, 0.95)
 TOP_KEYS = ("top_1", "top_3", "top_5", "best_in_memory")
 

@@ -44,6 +44,8 @@ from memory_service.core.models import (
     RetrieveRequest,
     RetrieveResponse,
 )
+from memory_service.core.perf_models import PerformanceModels
+from memory_service.core.perf_suggest import ModelSuggester
 from memory_service.core.settings import Settings
 from memory_service.core.store import Store
 from memory_service.core.suggest_models import SuggestRequest, SuggestResponse
@@ -81,7 +83,13 @@ class MemoryService:
         self._lessons = Lessons(*parts, evidence=evidence)
         self._learning = LearningLoop(*parts, evidence=evidence)
         self._maintenance = Maintenance(*parts)
-        self._suggestions = Suggestions(self._learning)
+        self._models = PerformanceModels(self.store, wait_s=self.settings.model_wait_s)
+        self._suggestions = Suggestions(
+            self._learning,
+            model=ModelSuggester(self._models, self.settings.tenant)
+            if self.settings.suggest_model
+            else None,
+        )
 
     @property
     def engine(self) -> Engine:
@@ -92,6 +100,7 @@ class MemoryService:
         return tenant or self.settings.tenant
 
     def close(self) -> None:
+        self._models.close()
         self.store.close()
         if self._embedding_cache is not None:
             self._embedding_cache.close()

@@ -132,22 +132,26 @@ class _Keys:
     """The candidates' keys: stored rows of the model, then the caller's extra keys."""
 
     def __init__(
-        self, stored: list[ConfigKey], rows: npt.NDArray[np.int64], extra: list[ConfigKey]
-    ):
-        self.stored, self.rows, self.extra = stored, rows, extra
+        self, model: FamilyModel, rows: npt.NDArray[np.int64], extra: list[ConfigKey]
+    ) -> None:
+        self.model, self.rows, self.extra = model, rows, extra
+        self.position = np.full(model.size, -1, dtype=np.int64)
+        self.position[rows] = np.arange(len(rows))
+        self.extra_position = {key: len(rows) + i for i, key in enumerate(extra)}
 
     def __len__(self) -> int:
         return len(self.rows) + len(self.extra)
 
     def __getitem__(self, i: int) -> ConfigKey:
         n = len(self.rows)
-        return self.stored[int(self.rows[i])] if i < n else self.extra[i - n]
+        return self.model.keys[int(self.rows[i])] if i < n else self.extra[i - n]
 
-    def index(self, key: ConfigKey) -> int:
-        for i in range(len(self)):
-            if self[i] == key:
-                return i
-        raise ValueError(key)
+    def locate(self, key: ConfigKey) -> int | None:
+        """The candidate position of a key, or None."""
+        row = self.model.index.get(key)
+        if row is not None and self.position[row] >= 0:
+            return int(self.position[row])
+        return self.extra_position.get(key)
 
 
 class Posterior:
@@ -253,10 +257,8 @@ class Posterior:
 
     def predict(self, key: ConfigKey) -> float | None:
         """The predicted ln latency of a candidate (None when it is not one)."""
-        try:
-            return float(self.mean[self.keys.index(key)])
-        except ValueError:
-            return None
+        i = self.keys.locate(key)
+        return None if i is None else float(self.mean[i])
 
     def drivers(self, i: int, top: int = 3) -> list[tuple[str, Any, float]]:
         """The parameters whose values in candidate i move the prediction most: the mean
@@ -319,21 +321,13 @@ def fit_posterior(
         elif row < 0 and key not in extra_set:
             extra.append(key)
             extra_set.add(key)
-    keys = _Keys(model.keys, stored, extra)
+    keys = _Keys(model, stored, extra)
     features = np.vstack([model.features[stored], model.encode(extra)])
     columns = np.vstack([model.columns[stored], model.predict_columns(extra)])
-    position = np.full(model.size, -1, dtype=np.int64)
-    position[stored] = np.arange(len(stored))
-    position_extra = {key: len(stored) + i for i, key in enumerate(extra)}
     open_rows = np.ones(len(keys), dtype=bool)
     observed = []
     for key, ms in observations:
-        row = model.index.get(key, -1)
-        at = (
-            (int(position[row]) if position[row] >= 0 else None)
-            if row >= 0
-            else position_extra.get(key)
-        )
+        at = keys.locate(key)
         if at is None:
             continue
         open_rows[at] = False

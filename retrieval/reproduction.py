@@ -72,8 +72,11 @@ def claim_checks(
     remeasurements: Iterable[Remeasurement],
     lessons: Mapping[str, ConfigLesson],
     spaces: Iterable[RecordedSpace],
+    start: Mapping[str, ClaimCheck] | None = None,
 ) -> dict[str, ClaimCheck]:
-    """Recorded space (trajectory id) -> its pooled reproductions.
+    """Recorded space (trajectory id) -> its pooled reproductions (added, in order, to the
+    sums of `start`: the checks of earlier re-measurements, so a log read in parts pools
+    exactly as read whole).
 
     A re-measurement reproduces a space when the space is on the same chip, of the lesson's op
     and parameter names, of the same problem (when both name one), and times the lesson's
@@ -83,7 +86,10 @@ def claim_checks(
     for space in spaces:
         if space.space.optimum_ms is not None:
             by_chip.setdefault((space.chip, space.op, space.keys), []).append(space)
-    sums: dict[str, list[float]] = {}
+    sums: dict[str, list[float]] = {
+        space: [c.n, c.ratio_sum, c.claimed_reach_sum, c.measured_reach_sum]
+        for space, c in (start or {}).items()
+    }
     for item in remeasurements:
         lesson = lessons.get(item.lesson_id)
         if lesson is None or not lesson.config:

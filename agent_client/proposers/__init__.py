@@ -1,4 +1,5 @@
-"""Pluggable proposers, by name: `structured`, `llm`, `random`."""
+"""Pluggable proposers, by name: `suggest` (the memory service's search, model included),
+`structured`, `llm`, `random`."""
 
 from __future__ import annotations
 
@@ -13,11 +14,16 @@ from agent_client.proposers.base import (
     TaskDescription,
 )
 
-PROPOSERS = ("structured", "llm", "random")
+PROPOSERS = ("suggest", "structured", "llm", "random")
 
 
 def create_proposer(name: str, **kwargs: Any) -> Proposer:
-    """Build a proposer by name; kwargs go to its constructor (the LLM one needs url, model)."""
+    """Build a proposer by name; kwargs go to its constructor (the LLM one needs url, model;
+    the suggest one a memory client)."""
+    if name == "suggest":
+        from agent_client.proposers.suggest import SuggestProposer
+
+        return SuggestProposer(**kwargs)
     if name == "structured":
         from agent_client.proposers.structured import StructuredProposer
 

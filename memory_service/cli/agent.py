@@ -45,7 +45,9 @@ def agent_run(
     url: Annotated[
         str | None, typer.Option("--url", help="memory service; omit to run without memory")
     ] = None,
-    proposer: Annotated[str, typer.Option(help="structured, llm or random")] = "structured",
+    proposer: Annotated[
+        str, typer.Option(help="suggest (the service's search), structured, llm or random")
+    ] = "suggest",
     k: Annotated[int, typer.Option(help="lessons per retrieval")] = 3,
     seed: Annotated[int, typer.Option()] = 0,
     plateau: Annotated[

@@ -64,6 +64,7 @@ class _Reaches:
     effects: dict[str, dict[str, float]]
     space_reaches: PerSpace
     space_effects: PerSpace
+    spaces: list[RecordedSpace]
 
 
 @dataclass
@@ -201,6 +202,7 @@ class Evidence:
             effects,
             space_reaches,
             space_effects,
+            spaces,
         )
         with self._lock:
             self._reaches[tenant] = built
@@ -244,14 +246,20 @@ class Evidence:
             problem = problem_text((task or {}).get("signature"))
             fresh += [Remeasurement(chip, lid, measured, problem) for lid in lessons or []]
         signature = (evidence.signature, newest)
-        spaces = self.spaces(session, tenant)
+        spaces = evidence.spaces
         with self._lock:
-            if state.last_id == last_id < newest:  # another thread may have read them first
+            added = state.last_id == last_id < newest  # another thread may have read them first
+            if added:
                 state.items.extend(fresh)
                 state.last_id = newest
-            if state.signature != signature:
+            if state.signature == signature:
+                return dict(state.checks)
+            if added and state.signature == (evidence.signature, last_id):
+                # only new outcomes: their reproductions add to the sums already made
+                state.checks = claim_checks(fresh, evidence.lessons, spaces, state.checks)
+            else:
                 state.checks = claim_checks(state.items, evidence.lessons, spaces)
-                state.signature = signature
+            state.signature = signature
             return dict(state.checks)
 
     def claim_rows(

@@ -74,11 +74,12 @@ class Settings(BaseSettings):
         description="generalised values: the least weight any other chip's evidence gets",
     )
     claim_power: float = Field(
-        0.0,
+        2.0,
         ge=0.0,
         le=8.0,
         description="generalised values: how sharply a recorded space whose claims failed to"
-        " reproduce in reported outcomes loses weight (trust ** power; 0 = never)",
+        " reproduce in reported outcomes loses weight (trust ** power; 0 = never); 2 chosen on"
+        " the development data's noisy-memory sweep",
     )
     claim_kappa: float = Field(
         2.0,
@@ -104,6 +105,19 @@ class Settings(BaseSettings):
     )
     toolchain_superseded_weight: float = Field(
         0.5, ge=0.0, le=1.0, description="weight of an outcome under a superseded toolchain"
+    )
+
+    # Performance models behind suggest (DESIGN section 5, "Configurations beyond the
+    # remembered ones"): caches of the stored search spaces, trained off the request path.
+    suggest_model: bool = Field(
+        True, description="model-based suggestions (source model) from the stored search spaces"
+    )
+    model_wait_s: float = Field(
+        0.0,
+        ge=0.0,
+        le=600.0,
+        description="seconds a suggest waits for a model being (re)trained; 0: it never waits "
+        "and answers with the previous model, or without one",
     )
 
     dedup_threshold: float = Field(0.95, gt=0.0, le=1.0, description="near-duplicate cosine")

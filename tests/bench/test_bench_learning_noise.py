@@ -160,3 +160,33 @@ def test_loo_on_a_mislabelled_memory(synthetic_caches: Path, tmp_path: Path) -> 
     assert [len(m) for m in report["mislabelled"]] == [1, 1]
     assert set(report["tasks"]) == {"alpha/a100", "alpha/a4000", "alpha/rtx-3090"}
     assert "Noisy memory" in (tmp_path / "loo.md").read_text()
+
+
+def test_the_sweep_table_compares_arms_and_cells(tmp_path: Path) -> None:
+    from bench.learning_sweep import main
+
+    def cell(sigma: float, mislabel: float, default: float) -> None:
+        row = {"1": 0.5, "5": 0.8, "10": 0.9, "top_3": 0.7}
+        report = {
+            "benchmark": "learning",
+            "protocol": "lifelong",
+            "noise": {"sigma": sigma, "mislabel": mislabel},
+            "seeds": 2,
+            "budget": 10,
+            "machine": {"cpu": "test", "cores": 2},
+            "summary_second_half": {
+                "similarity": row,
+                "default": {**row, "5": default, "10": default},
+            },
+        }
+        (tmp_path / f"c-{sigma}-{mislabel}.json").write_text(json.dumps(report))
+
+    cell(0.0, 0.0, 0.85)
+    cell(0.3, 0.0, 0.82)
+    (tmp_path / "other.json").write_text(json.dumps({"benchmark": "service"}))
+    main([str(tmp_path)])
+    lines = (tmp_path / "sweep.md").read_text().splitlines()
+    noisy = next(line for line in lines if "| 0.3 | 0.0 | 2 | default |" in line)
+    # lead over similarity at 5 and 10 attempts, top-3; then the drop from its clean cell
+    assert noisy.endswith("| +0.020 | -0.080 | +0.000 | -0.030 | -0.030 |")
+    assert len([line for line in lines if line.startswith("| lifelong")]) == 4

@@ -108,3 +108,12 @@ def test_trust_weighs_a_chips_spaces_and_its_recorded_term() -> None:
     assert held.value == pytest.approx(0.2 / 2.9)
     assert held.weights["recorded:chip:a"] == pytest.approx(0.4 / 2.9)
     assert held.trust == {"recorded:chip:a": 0.4}
+
+
+def test_a_log_read_in_parts_pools_exactly_as_read_whole() -> None:
+    spaces = [_space("s", "a", {16: 0.3, 32: 0.7, 64: 1.1})]
+    log = [Remeasurement("a", lid, t) for lid, t in [("l16", 0.9), ("l32", 0.71), ("l64", 1.3)]]
+    whole = claim_checks(log, LESSONS, spaces)
+    first = claim_checks(log[:1], LESSONS, spaces)
+    assert claim_checks(log[1:], LESSONS, spaces, first) == whole
+    assert whole["s"].n == 3

@@ -87,18 +87,33 @@ def test_failure_hints_exclude_matching_configurations():
     assert len(more) == 24 and all(s.config["shmem"] == 1 for s in more[12:])
 
 
-def test_the_model_seam_comes_after_the_memory_and_before_the_search():
-    def model(current: SuggestState, n: int) -> list[Suggestion]:
-        assert n == 2
+class FixedModel:
+    """A stand-in model: fixed configurations, and whether it leads."""
+
+    def __init__(self, leading: bool) -> None:
+        self.leading = leading
+
+    def __call__(self, current: SuggestState, n: int) -> list[Suggestion]:
         return [
             Suggestion({"bx": 64, "ty": 2, "shmem": 1}, (), "model", "model", "repeat"),
             Suggestion({"bx": 16, "ty": 4, "shmem": 1}, (), "model", "model", "", {"ms": 0.9}),
             Suggestion({"bx": 16, "ty": 4, "shmem": 0}, (), "model", "model", ""),
-        ]
+        ][: n + 1]
 
-    out = suggest(state([exemplar("a", {"bx": 64, "ty": 2, "shmem": 1})]), 3, 0, model)
+    def leads(self, current: SuggestState, memory: Suggestion | None) -> bool:
+        return self.leading
+
+
+def test_the_model_seam_comes_after_the_memory_and_before_the_search():
+    out = suggest(state([exemplar("a", {"bx": 64, "ty": 2, "shmem": 1})]), 3, 0, FixedModel(False))
     assert [s.source for s in out] == ["exemplar", "model", "model"]
     assert out[1].prediction == {"ms": 0.9}  # the repeat of the exemplar was dropped
+
+
+def test_a_leading_model_goes_before_the_memory():
+    lessons = [exemplar("a", {"bx": 32, "ty": 1, "shmem": 0})]
+    out = suggest(state(lessons), 4, 0, FixedModel(True))
+    assert [s.source for s in out] == ["model", "model", "model", "exemplar"]
 
 
 def test_a_valid_list_restricts_every_source_and_the_space_can_run_out():
@@ -140,3 +155,30 @@ def test_suggestions_are_fresh_distinct_and_in_the_space(sizes, n_observed, k, s
     assert len(set(keys)) == len(keys)
     assert set(keys) <= allowed - set(observed)
     assert len(out) == min(k, len(allowed - set(observed)))
+
+
+def test_the_services_search_moves_two_parameters_within_a_valid_list():
+    # Only "diagonal" configurations are valid (bx and ty grow together): no single-parameter
+    # move from the best is valid, a two-parameter one is.
+    from retrieval.suggest_search import wide_search_step
+
+    valid = [(16, 1, 0), (32, 2, 0), (64, 4, 0), (16, 1, 1), (32, 2, 1), (64, 4, 1)]
+    best = Observation({"bx": 32, "ty": 2, "shmem": 0}, True, 1.0)
+    current = state(observations=[best], stage="refine", valid=valid)
+    out = suggest(current, k=2, seed=0, search=wide_search_step)
+    assert [s.config for s in out][0] == {"bx": 32, "ty": 2, "shmem": 1}  # one parameter first
+    assert sum(out[1].config[n] != best.config[n] for n in SPACE) == 2
+
+
+def test_the_services_search_explores_once_the_best_has_stalled():
+    from retrieval.suggest_search import STALL, wide_search_step
+
+    valid = list(itertools.product(*SPACE.values()))
+    best = Observation({"bx": 16, "ty": 1, "shmem": 0}, True, 1.0)
+    worse = [
+        Observation(dict(zip(SPACE, key, strict=True)), True, 5.0) for key in valid[1 : STALL + 2]
+    ]
+    current = state(observations=[best, *worse], stage="refine", valid=valid)
+    out = suggest(current, k=10, seed=4, search=wide_search_step)
+    origins = {s.origin for s in out}
+    assert "explore" in origins and "local" in origins

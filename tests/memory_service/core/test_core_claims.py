@@ -156,3 +156,22 @@ def test_the_analyst_sees_which_runs_claims_failed(make_service, tmp_path) -> No
     assert "failed to reproduce" in top.output and "0.25" in top.output
     audit = CliRunner().invoke(app, ["audit", "transfer", *data])
     assert audit.exit_code == 0 and "synthetic/mislabelled" in audit.output
+
+
+def test_claims_over_http_and_in_the_ui(make_service) -> None:
+    from fastapi.testclient import TestClient
+
+    from memory_service.http.app import create_app
+
+    service = make_service(index="memory")
+    _contradicted(service)
+    with TestClient(create_app(service)) as client:
+        listed = client.get("/v1/lessons", params={"sort": "unreproduced", "limit": 2}).json()
+        assert listed["count"] > 0 and len(listed["data"]) == 2
+        assert listed["data"][0]["claims"]["chip"] == "a4000"
+        audit = client.get("/v1/audit/transfer").json()
+        assert [c["source"] for c in audit["claims"]] == ["synthetic/mislabelled"]
+        page = client.get("/ui/transfer").text
+        assert 'id="claims"' in page and "synthetic/mislabelled" in page
+        bad = client.get("/v1/lessons", params={"sort": "unreproducible"})
+        assert bad.status_code == 422 and "code" in bad.json()
