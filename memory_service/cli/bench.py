@@ -13,7 +13,8 @@ from rich.table import Table
 from memory_service.cli.common import console, err
 
 bench_app = typer.Typer(
-    help="Benchmarks: ingest, service, learning, kernels, live, autotune.", no_args_is_help=True
+    help="Benchmarks: ingest, service, learning, tuners, kernels, live, autotune.",
+    no_args_is_help=True,
 )
 
 DEFAULT_SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -142,6 +143,19 @@ def print_learning_summary(report: dict[str, Any], out: Path) -> None:
         f"results: {out} (JSON), {out.with_suffix('.md')} (tables per task and family), "
         f"{out.with_suffix('.png')} (plot); {report.get('elapsed_s')} s"
     )
+
+
+def _register_tuners_bench() -> None:
+    from memory_service.cli.bench_tuners import bench_tuners
+
+    bench_app.command(
+        "tuners",
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+        add_help_option=False,
+    )(bench_tuners)
+
+
+_register_tuners_bench()
 
 
 def _register_service_bench() -> None:
