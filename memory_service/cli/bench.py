@@ -5,14 +5,16 @@ CLI composes them; this module parses the options and calls them."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from rich.table import Table
 
-from memory_service.cli.common import err
+from memory_service.cli.common import console, err
 
 bench_app = typer.Typer(
-    help="Benchmarks: ingest, service, learning, kernels, live, autotune.", no_args_is_help=True
+    help="Benchmarks: ingest, service, learning, tuners, kernels, live, autotune.",
+    no_args_is_help=True,
 )
 
 DEFAULT_SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -99,7 +101,7 @@ def bench_learning(
         err.print(f"error: unknown arms {', '.join(unknown)}; valid: {', '.join(ARMS)}")
         raise typer.Exit(2)
     try:
-        run_learning_bench(
+        report = run_learning_bench(
             caches=list(caches or [DEFAULT_SHARED / "kerneltuner"]),
             protocol=protocol,
             warmup=list(warmup or []),
@@ -116,6 +118,44 @@ def bench_learning(
     except TaskDataError as exc:
         err.print(f"error: {exc}")
         raise typer.Exit(2) from exc
+    print_learning_summary(report, out)
+
+
+def print_learning_summary(report: dict[str, Any], out: Path) -> None:
+    """Each arm's mean fraction of the optimum at the budgets measured, its ranking quality and
+    first-attempt feasibility; then where the full results are."""
+    summary = report.get("summary") or {}
+    columns = [
+        c for c in ("1", "5", "10", "20", "top_1", "top_3") if any(c in s for s in summary.values())
+    ]
+    table = Table(
+        "arm",
+        *(f"@{c}" if c.isdigit() else c for c in columns),
+        "1st feasible",
+        title=f"learning benchmark, {report.get('protocol')}: mean fraction of the optimum",
+    )
+    for arm, means in summary.items():
+        cells = [f"{means[c]:.3f}" if means.get(c) is not None else "–" for c in columns]
+        feasible = means.get("first_attempt_feasible")
+        table.add_row(arm, *cells, f"{feasible:.2f}" if feasible is not None else "–")
+    console.print(table)
+    console.print(
+        f"results: {out} (JSON), {out.with_suffix('.md')} (tables per task and family), "
+        f"{out.with_suffix('.png')} (plot); {report.get('elapsed_s')} s"
+    )
+
+
+def _register_tuners_bench() -> None:
+    from memory_service.cli.bench_tuners import bench_tuners
+
+    bench_app.command(
+        "tuners",
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+        add_help_option=False,
+    )(bench_tuners)
+
+
+_register_tuners_bench()
 
 
 def _register_service_bench() -> None:
