@@ -9,7 +9,7 @@ keeps the runner's evidence (toolchain versions, template hash, device).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,11 @@ def live_runner(
         raise ValueError(str(exc.args[0]) if exc.args else str(exc)) from exc
 
 
+def config_text(config: Mapping[str, Any]) -> str:
+    """A configuration as the run's lines print it: name=value, space-separated."""
+    return " ".join(f"{name}={value}" for name, value in config.items())
+
+
 def summary_line(result: AgentRunResult, plateau: int | None = None) -> str:
     """The run's last line: the best latency (3 significant digits) with its configuration,
     or, without timings, what was feasible; and why the run stopped, in words."""
@@ -79,13 +84,13 @@ def summary_line(result: AgentRunResult, plateau: int | None = None) -> str:
     }
     why = reasons.get(result.stop_reason or "", result.stop_reason or "stopped")
     if result.best_latency_ms is not None:
-        config = " ".join(f"{name}={value}" for name, value in (result.best_config or {}).items())
+        config = config_text(result.best_config or {})
         return f"best {result.best_latency_ms:.3g} ms with {config} after {tried} attempts ({why})"
     if feasible and all(a["latency_ms"] is None for a in feasible):
         return (
             f"{len(feasible)} of {tried} attempts feasible (compiled, correct, did the work); "
             f"no latency: the {result.evidence.get('runner', 'runner')} runner decides "
-            f"feasibility only, first feasible {feasible[0]['config']} ({why})"
+            f"feasibility only, first feasible {config_text(feasible[0]['config'])} ({why})"
         )
     return f"no feasible attempt in {tried} ({why})"
 

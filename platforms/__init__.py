@@ -7,7 +7,14 @@ from platforms.chips import Chip, all_chips, all_families, chips_in_family, get_
 from platforms.concepts import translate_params
 from platforms.glossary import GlossaryEntry
 from platforms.rendering import RenderedText, render
-from platforms.resolve import UnknownChipError, backend_of, family_of, name_key, resolve
+from platforms.resolve import (
+    UnknownChipError,
+    backend_of,
+    close_chips,
+    family_of,
+    name_key,
+    resolve,
+)
 from platforms.scopes import SCOPE_LEVELS, format_scope, parse_scope, scope_chain
 
 __all__ = [
@@ -22,6 +29,7 @@ __all__ = [
     "all_families",
     "backend_of",
     "chips_in_family",
+    "close_chips",
     "family_of",
     "format_scope",
     "get_backend",

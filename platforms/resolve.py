@@ -19,13 +19,14 @@ claim them). Choices worth knowing:
 
 from __future__ import annotations
 
+import difflib
 import re
 
 from platforms.backends import BACKENDS
 from platforms.chips import Chip, get_chip, registry
 from platforms.names import name_key, slug, tokens
 
-__all__ = ["UnknownChipError", "backend_of", "family_of", "name_key", "resolve"]
+__all__ = ["UnknownChipError", "backend_of", "close_chips", "family_of", "name_key", "resolve"]
 
 
 class UnknownChipError(ValueError):
@@ -118,3 +119,13 @@ def backend_of(chip: Chip | str) -> str:
 
 def _as_chip(chip: Chip | str) -> Chip:
     return chip if isinstance(chip, Chip) else resolve(chip)
+
+
+def close_chips(name: str, n: int = 3) -> list[str]:
+    """Ids of the known chips whose spellings are nearest to an unknown name, nearest first.
+
+    For a warning ("did you mean ..."), never for resolving: near names are different chips.
+    """
+    index = registry().index
+    keys = difflib.get_close_matches(name_key(name), list(index), n=4 * n, cutoff=0.6)
+    return list(dict.fromkeys(index[key] for key in keys))[:n]

@@ -6,16 +6,15 @@ per attempt) and the service's `POST /v1/suggest` (up to k at once). Order of pr
 
 1. memory, exemplars: the exemplar configurations of the lessons retrieved now, in the
    service's rank order (credited to that lesson alone, so its value measures how well its
-   configuration works here); in the draft stage, where feasibility is the goal, same-backend
-   ones before transferred ones; once something works, only lessons ranked above their pool's
-   average, and none from a source chip whose configurations already ran poorly here;
+   configuration works here); in the agent's draft stage, same-backend ones first; once
+   something works, only lessons ranked above their pool's average, and none from a source
+   chip whose configurations already ran poorly here;
 2. memory, preferences: a parameter preference of such a lesson applied to the best
    configuration so far, in rank order (its learned value is part of that order);
 3. (the service's seam) model-based configurations, when a performance model is given;
-4. search: moves of one parameter around the best configurations so far, to an adjacent value
-   or to a value remembered exemplars use (moves that follow remembered preferences and
-   exemplars first, moves to values that went badly in this run's own attempts last); then
-   exemplars remembered from earlier retrievals; then a random untried configuration.
+4. search (`search_step`; the service's is `retrieval.suggest_search`): one-parameter moves
+   around the best so far (towards remembered preferences and exemplars, away from values that
+   went badly in this run), remembered exemplars, a random untried configuration.
 
 Failure hints with a high failure rate exclude matching configurations throughout. Only
 configurations of the space (and of the caller's `valid` list) neither observed nor offered yet.
@@ -26,28 +25,21 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+
+from retrieval.suggest_hints import HARD_FAILURE_RATE as HARD_FAILURE_RATE
+from retrieval.suggest_hints import HintedLesson as HintedLesson
+from retrieval.suggest_hints import Hints as Hints
+from retrieval.suggest_hints import config_key as config_key
+from retrieval.suggest_hints import project as project
+from retrieval.suggest_hints import snap as snap
+from retrieval.suggest_hints import space_size as space_size
 
 Space = Mapping[str, tuple[Any, ...]]
 Key = tuple[Any, ...]
 Source = Literal["exemplar", "preference", "model", "search"]
-
-HARD_FAILURE_RATE = 0.5
-
-
-@dataclass(frozen=True)
-class HintedLesson:
-    """A retrieved lesson as the suggester sees it: its hint, where it was recorded, its rank
-    score (z-scored within the retrieval's pool) and whether it crossed a backend."""
-
-    id: str
-    hint: Mapping[str, Any] | None
-    chips: tuple[str, ...] = ()
-    score: float = 0.0
-    transferred: bool = False
-    text: str = ""
 
 
 @dataclass(frozen=True)
@@ -77,81 +69,6 @@ class SpaceExhausted(LookupError):
     """Every configuration of the space (or of the valid list) has been observed or offered."""
 
 
-def config_key(space: Mapping[str, Any], config: Mapping[str, Any]) -> Key:
-    """A configuration as a tuple of its values in the space's parameter order."""
-    return tuple(config.get(name) for name in space)
-
-
-def space_size(space: Space) -> int:
-    return math.prod(max(1, len(values)) for values in space.values())
-
-
-def snap(value: Any, allowed: tuple[Any, ...]) -> Any | None:
-    """The allowed value equal to `value`, or the numerically nearest one, or None."""
-    if value in allowed:
-        return value
-    numeric = [a for a in allowed if isinstance(a, int | float) and not isinstance(a, bool)]
-    if isinstance(value, int | float) and not isinstance(value, bool) and numeric:
-        return min(numeric, key=lambda a: abs(a - value))
-    return None
-
-
-def project(
-    hint_config: Mapping[str, Any],
-    space: Space,
-    base: Mapping[str, Any] | None,
-) -> dict[str, Any] | None:
-    """A lesson's configuration expressed in this task's space (missing values from `base`)."""
-    if not any(name in hint_config for name in space):
-        return None
-    config: dict[str, Any] = {}
-    for name, allowed in space.items():
-        value = snap(hint_config[name], allowed) if name in hint_config else None
-        if value is None:
-            value = base[name] if base and name in base else allowed[0]
-        config[name] = value
-    return config
-
-
-def _matches(config: Mapping[str, Any], pattern: Mapping[str, Any]) -> bool:
-    return bool(pattern) and all(config.get(k) == v for k, v in pattern.items())
-
-
-class Hints:
-    """Exemplars, preferences and exclusions gathered from a set of lessons."""
-
-    def __init__(self, lessons: Iterable[HintedLesson]) -> None:
-        self.exemplars: list[tuple[HintedLesson, dict[str, Any]]] = []
-        self.prefer: list[tuple[HintedLesson, str, Any, float]] = []
-        self.soft_avoid: list[tuple[str, Any]] = []
-        self.hard_avoid: list[dict[str, Any]] = []
-        for lesson in lessons:
-            hint = lesson.hint or {}
-            if isinstance(hint.get("config"), dict):
-                self.exemplars.append((lesson, hint["config"]))
-            if "param" in hint and "value" in hint:
-                weight = float(hint.get("median_speedup") or 1.0)
-                if hint.get("effect", "prefer") == "prefer":
-                    self.prefer.append((lesson, str(hint["param"]), hint["value"], weight))
-                else:
-                    self.soft_avoid.append((str(hint["param"]), hint["value"]))
-            if isinstance(hint.get("avoid"), dict):
-                # Every failure lesson comes back as a warning; only a pattern that fails more
-                # often than not is worth excluding outright, the rest only lowers preference.
-                rate = float(hint.get("failure_rate") or 0.0)
-                if rate >= HARD_FAILURE_RATE:
-                    self.hard_avoid.append(dict(hint["avoid"]))
-                else:
-                    self.soft_avoid.extend(hint["avoid"].items())
-
-    def excluded(self, config: Mapping[str, Any]) -> bool:
-        return any(_matches(config, pattern) for pattern in self.hard_avoid)
-
-    def preference(self, config: Mapping[str, Any]) -> float:
-        score = sum(1.0 for _, p, v, _ in self.prefer if config.get(p) == v)
-        return score - sum(1.0 for p, v in self.soft_avoid if config.get(p) == v)
-
-
 @dataclass
 class SuggestState:
     """What one round of suggesting knows: the space, the lessons (retrieved now, and seen
@@ -164,6 +81,9 @@ class SuggestState:
     seen_lessons: tuple[HintedLesson, ...] = ()
     valid: Sequence[Key] | None = None
     offered: set[Key] = field(default_factory=set)
+    # The agent (a few lessons per attempt) tries same-backend exemplars first when drafting;
+    # the service keeps the memory's rank order (values carry how lessons fared here).
+    backend_first: bool = True
 
     def __post_init__(self) -> None:
         self.now = Hints(self.lessons)
@@ -234,15 +154,13 @@ def memory_step(state: SuggestState) -> Suggestion | None:
     """The next configuration a retrieved lesson points to, or None when they run out."""
     base = dict(state.best.config) if state.best else None
     exemplars = state.now.exemplars
-    if state.stage == "draft":
+    if state.stage == "draft" and state.backend_first:
         # Feasibility first: configurations recorded on this backend before transferred ones
         # (the service's rank order kept within each group).
         exemplars = sorted(exemplars, key=lambda pair: pair[0].transferred)
     if base is not None:
-        # Once something works, a lesson is worth an attempt only when the service ranks it
-        # above the pool's average (scores are z-scored within the pool); below that, local
-        # search around the best is the better bet; and not from a chip whose configurations
-        # already ran poorly here.
+        # Once something works: only lessons ranked above the pool's average (z-scores), and
+        # none from a chip whose configurations already ran poorly here.
         poor = _poor_sources(state)
         exemplars = [
             pair for pair in exemplars if pair[0].score > 0 and not set(pair[0].chips) & poor
@@ -286,16 +204,14 @@ def local_move(state: SuggestState, rng: random.Random) -> dict[str, Any] | None
             if len(allowed) < 2 or centre.config.get(name) not in allowed:
                 continue
             i = allowed.index(centre.config[name])
-            # Adjacent values, and values that known-good configurations use (a step of path
-            # relinking towards them).
+            # Adjacent values, and values known-good configurations use (path relinking).
             steps = {allowed[j] for j in (i - 1, i + 1) if 0 <= j < len(allowed)}
             steps |= {v for (p, v) in support if p == name and v in allowed}
             steps.discard(centre.config[name])
             for value in steps:
                 config = {**centre.config, name: value}
                 if state.fresh(config):
-                    # Hints and known-good values pull; values that went badly in this run's
-                    # own attempts push away.
+                    # Hints and known-good values pull; values that went badly push away.
                     score = (
                         hints.preference(config)
                         + 0.5 * support.get((name, value), 0)
@@ -385,7 +301,11 @@ class ModelProposer(Protocol):
 
 
 def suggest(
-    state: SuggestState, k: int, seed: int, model: ModelProposer | None = None
+    state: SuggestState,
+    k: int,
+    seed: int,
+    model: ModelProposer | None = None,
+    search: Callable[[SuggestState, random.Random], Suggestion] = search_step,
 ) -> list[Suggestion]:
     """Up to k distinct fresh configurations: the memory's in its order, then the model's
     (when given), then the search's; the model's first when it leads (it predicts its own
@@ -412,7 +332,7 @@ def suggest(
         from_model()
     while len(out) < k:
         try:
-            out.append(state.offer(search_step(state, rng)))
+            out.append(state.offer(search(state, rng)))
         except SpaceExhausted:
             break
     return out

@@ -30,7 +30,8 @@ from agent_client.models import Outcome
 from ingest.chip_context import chip_context
 from ingest.readers.kerneltuner import op_name
 from ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
-from retrieval.suggest import Observation, SpaceExhausted, SuggestState, config_key, search_step
+from retrieval.suggest import Observation, SpaceExhausted, SuggestState, config_key
+from retrieval.suggest_search import wide_search_step
 
 # One try more than none: a tuning loop must not wait on a struggling memory.
 _RETRY = RetryPolicy(attempts=2, backoff_s=0.05, max_backoff_s=0.2)
@@ -212,7 +213,7 @@ class _Run:
         out: list[tuple[dict[str, Any], str | None, list[str], str]] = []
         for _ in range(n):
             try:
-                step = state.offer(search_step(state, rng))
+                step = state.offer(wide_search_step(state, rng))
             except SpaceExhausted:
                 break
             out.append((step.config, None, [], "search"))

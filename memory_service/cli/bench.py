@@ -5,14 +5,16 @@ CLI composes them; this module parses the options and calls them."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from rich.table import Table
 
-from memory_service.cli.common import err
+from memory_service.cli.common import console, err
 
 bench_app = typer.Typer(
-    help="Benchmarks: ingest, service, learning, kernels, live.", no_args_is_help=True
+    help="Benchmarks: ingest, service, learning, tuners, kernels, live, autotune.",
+    no_args_is_help=True,
 )
 
 DEFAULT_SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -99,7 +101,7 @@ def bench_learning(
         err.print(f"error: unknown arms {', '.join(unknown)}; valid: {', '.join(ARMS)}")
         raise typer.Exit(2)
     try:
-        run_learning_bench(
+        report = run_learning_bench(
             caches=list(caches or [DEFAULT_SHARED / "kerneltuner"]),
             protocol=protocol,
             warmup=list(warmup or []),
@@ -116,6 +118,44 @@ def bench_learning(
     except TaskDataError as exc:
         err.print(f"error: {exc}")
         raise typer.Exit(2) from exc
+    print_learning_summary(report, out)
+
+
+def print_learning_summary(report: dict[str, Any], out: Path) -> None:
+    """Each arm's mean fraction of the optimum at the budgets measured, its ranking quality and
+    first-attempt feasibility; then where the full results are."""
+    summary = report.get("summary") or {}
+    columns = [
+        c for c in ("1", "5", "10", "20", "top_1", "top_3") if any(c in s for s in summary.values())
+    ]
+    table = Table(
+        "arm",
+        *(f"@{c}" if c.isdigit() else c for c in columns),
+        "1st feasible",
+        title=f"learning benchmark, {report.get('protocol')}: mean fraction of the optimum",
+    )
+    for arm, means in summary.items():
+        cells = [f"{means[c]:.3f}" if means.get(c) is not None else "–" for c in columns]
+        feasible = means.get("first_attempt_feasible")
+        table.add_row(arm, *cells, f"{feasible:.2f}" if feasible is not None else "–")
+    console.print(table)
+    console.print(
+        f"results: {out} (JSON), {out.with_suffix('.md')} (tables per task and family), "
+        f"{out.with_suffix('.png')} (plot); {report.get('elapsed_s')} s"
+    )
+
+
+def _register_tuners_bench() -> None:
+    from memory_service.cli.bench_tuners import bench_tuners
+
+    bench_app.command(
+        "tuners",
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+        add_help_option=False,
+    )(bench_tuners)
+
+
+_register_tuners_bench()
 
 
 def _register_service_bench() -> None:
@@ -187,6 +227,59 @@ def bench_live(
     try:
         code = live_main(argv)
     except RuntimeError as exc:  # no GPU visible
+        err.print(f"error: {exc}")
+        raise typer.Exit(1) from exc
+    if code:
+        raise typer.Exit(code)
+
+
+@bench_app.command("autotune")
+def bench_autotune(
+    tasks: Annotated[
+        str, typer.Option(help="kernels, comma-separated")
+    ] = "softmax,rmsnorm,decode_attention,attention,gemm",
+    shapes: Annotated[int, typer.Option(help="shapes per task (0: all)")] = 0,
+    top_k: Annotated[float, typer.Option(help="configurations the drop-in times")] = 5,
+    explore: Annotated[float, typer.Option(help="their exploration share")] = 0.2,
+    rounds: Annotated[int, typer.Option(help="interleaved re-timing rounds")] = 5,
+    sweeps: Annotated[Path, typer.Option(help="recorded sweeps")] = Path("bench/results/h200"),
+    trajectories: Annotated[Path, typer.Option(help="where autotune-<task>.jsonl go")] = Path(
+        "bench/results/h200"
+    ),
+    out: Annotated[Path, typer.Option(help="where autotune.json and .md go")] = Path(
+        "bench/results"
+    ),
+    name: Annotated[str, typer.Option(help="result files' name")] = "autotune",
+    budget_s: Annotated[float, typer.Option(help="wall-clock budget, seconds")] = 540.0,
+    workers: Annotated[int, typer.Option(help="memories prepared at once")] = 8,
+    device: Annotated[str, typer.Option(help="cuda, or cpu (Triton interpreter)")] = "cuda",
+    full_only: Annotated[bool, typer.Option(help="run only the full autotune arm")] = False,
+    full_from: Annotated[
+        Path | None, typer.Option(help="the full arm's results from a --full-only run")
+    ] = None,
+    options: Annotated[
+        str | None, typer.Option(help='the drop-in\'s ranking options, JSON ({"lam": 0.0})')
+    ] = None,
+) -> None:
+    """The full triton.autotune against the memory's drop-in on held-out kernel shapes: autotune
+    wall seconds and the chosen configurations' speed (needs an NVIDIA GPU, or --device cpu)."""
+    from bench.autotune import main as autotune_main
+
+    if device not in ("cuda", "cpu"):
+        err.print(f"error: --device must be cuda or cpu, not {device!r}")
+        raise typer.Exit(2)
+    argv = [
+        *("--tasks", tasks, "--shapes", str(shapes), "--top-k", str(top_k)),
+        *("--explore", str(explore), "--rounds", str(rounds), "--sweeps", str(sweeps)),
+        *("--trajectories", str(trajectories), "--out", str(out), "--name", name),
+        *("--budget-s", str(budget_s), "--workers", str(workers), "--device", device),
+        *(["--full-only"] if full_only else []),
+        *(["--full-from", str(full_from)] if full_from else []),
+        *(["--options", options] if options else []),
+    ]
+    try:
+        code = autotune_main(argv)
+    except RuntimeError as exc:  # no GPU visible, or an arm's process failed
         err.print(f"error: {exc}")
         raise typer.Exit(1) from exc
     if code:

@@ -3,12 +3,31 @@ into the embedded store or, with --url, a running server (its admin export/impor
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from memory_service.cli.common import DataDirOpt, UrlOpt, console, fail, open_service, run_guarded
+from memory_service.cli.common import (
+    DataDirOpt,
+    UrlOpt,
+    console,
+    err,
+    fail,
+    open_service,
+    run_guarded,
+    with_heartbeat,
+)
+
+
+def counts_text(counts: Mapping[str, object]) -> str:
+    """`{'lesson': 816, 'trajectory': 2}` as `816 lessons, 2 trajectories`: counts in words."""
+    plural = {"trajectory": "trajectories"}
+    return ", ".join(
+        f"{n} {kind if n == 1 else plural.get(kind, kind + 's')}" for kind, n in counts.items()
+    )
+
 
 TenantOpt = Annotated[
     str | None,
@@ -26,8 +45,11 @@ def export_cmd(
     data_dir: DataDirOpt = None,
 ) -> None:
     """Export a tenant's lessons, runs, retrievals and outcome log."""
-    counts = run_guarded(lambda: open_service(url, data_dir).export(path, tenant=tenant))
-    console.print(f"exported {counts} to {path}")
+    service = run_guarded(lambda: open_service(url, data_dir))
+    counts = with_heartbeat(
+        "exporting", lambda: run_guarded(lambda: service.export(path, tenant=tenant))
+    )
+    console.print(f"exported {counts_text(counts)} to {path}")
 
 
 def import_cmd(
@@ -39,5 +61,9 @@ def import_cmd(
     """Import a bundle into a tenant (idempotent); values are rebuilt from its outcome log."""
     if not path.exists():
         fail(f"no such file: {path}")
-    counts = run_guarded(lambda: open_service(url, data_dir).import_bundle(path, tenant=tenant))
-    console.print(f"imported {counts}")
+    service = run_guarded(lambda: open_service(url, data_dir))
+    err.print(f"importing {path} (its lessons are embedded and indexed, its values rebuilt) ...")
+    counts = with_heartbeat(
+        "importing", lambda: run_guarded(lambda: service.import_bundle(path, tenant=tenant))
+    )
+    console.print(f"imported {counts_text(counts)}")

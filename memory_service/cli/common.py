@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
@@ -106,6 +108,26 @@ def run_guarded(fn: Callable[[], T]) -> T:
         fail(f"{exc.code}: {exc.message}")
     except ValueError as exc:
         fail(str(exc))
+
+
+def with_heartbeat(label: str, fn: Callable[[], T], every: float = 5.0) -> T:
+    """Run `fn`, printing `... still <label> (N s)` on stderr every `every` seconds until it
+    returns: a long step that cannot count its own progress (an import over HTTP, say) is
+    never silent."""
+    started = time.monotonic()
+    done = threading.Event()
+
+    def beat() -> None:
+        while not done.wait(every):
+            err.print(f"  ... still {label} ({time.monotonic() - started:.0f} s)")
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        return fn()
+    finally:
+        done.set()
+        thread.join()
 
 
 def emit_json(data: Any) -> None:

@@ -80,6 +80,8 @@ def retrieve(
             f"retrieval [bold]{result.retrieval_id}[/bold]"
             f"  scopes: {' → '.join(result.scope_chain)}"
         )
+        for warning in result.warnings:
+            err.print(f"[yellow]warning:[/yellow] {warning}")
         if not result.lessons:
             console.print(
                 "no lesson matched: none has this op (or none applies to the chip), or none is "

@@ -220,8 +220,9 @@ def lessons_top(
         if lists["value"].count == 0:
             console.print(
                 f"no lesson has outcomes {where} at stage {stage} yet: run an agent there "
-                "(`tunemem agent run --task ingest/samples/targets/convolution --chip w6600 "
-                "--url ...`) or report outcomes (`tunemem report`, POST /v1/outcomes)",
+                "(`.venv/bin/tunemem agent run --task ingest/samples/targets/convolution "
+                "--chip w6600 --url URL`) or report outcomes (`.venv/bin/tunemem report`, "
+                "POST /v1/outcomes)",
                 markup=False,
             )
             return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -87,7 +88,18 @@ def seed_samples(service: MemoryService) -> None:
     from ingest.samples import sample_paths
 
     err.print("seeding the empty store with the bundled sample data ...")
-    summary = service.ingest(read_any(sample_paths()))
+    started = last = time.monotonic()
+    read = 0
+
+    def progress(_record: object) -> None:
+        nonlocal read, last
+        read += 1
+        now = time.monotonic()
+        if now - last >= 3.0:  # a line every few seconds: the first start is never silent
+            err.print(f"  seeding: {read} runs read ({now - started:.0f} s)")
+            last = now
+
+    summary = service.ingest(read_any(sample_paths()), progress=progress)
     err.print(
         f"seeded: {summary.added} trajectories, {summary.attempts} attempts, "
         f"{summary.lessons_added} lessons"

@@ -64,6 +64,7 @@ class _Reaches:
     effects: dict[str, dict[str, float]]
     space_reaches: PerSpace
     space_effects: PerSpace
+    spaces: list[RecordedSpace]
 
 
 @dataclass
@@ -201,6 +202,7 @@ class Evidence:
             effects,
             space_reaches,
             space_effects,
+            spaces,
         )
         with self._lock:
             self._reaches[tenant] = built
@@ -244,7 +246,7 @@ class Evidence:
             problem = problem_text((task or {}).get("signature"))
             fresh += [Remeasurement(chip, lid, measured, problem) for lid in lessons or []]
         signature = (evidence.signature, newest)
-        spaces = self.spaces(session, tenant)
+        spaces = evidence.spaces
         with self._lock:
             added = state.last_id == last_id < newest  # another thread may have read them first
             if added:

@@ -18,6 +18,7 @@ import platforms
 from ingest.records import stable_hash
 from memory_service.core import candidates, ids
 from memory_service.core.candidates import gating_conditions, write_retrieval
+from memory_service.core.context_notes import context_warnings
 from memory_service.core.embedder import Embedder
 from memory_service.core.errors import InvalidInput
 from memory_service.core.estimates import ranking_of, value_estimates
@@ -176,6 +177,7 @@ class LearningLoop:
             scope_chain=chain,
             lessons=lessons,
             settings=settings_echo,
+            warnings=context_warnings(request.context, chip, chain),
         )
 
     @staticmethod

@@ -256,7 +256,9 @@ class Lessons:
                 )
         if where.sort != "created":  # ranked by value in the chip's context, not filtered by it
             with self.store.session() as session:
-                return valued_lessons(session, where, conditions, self.settings)
+                return valued_lessons(
+                    session, where, conditions, self.settings, self.evidence, tenant
+                )
         if where.chip:
             chip_id = self._chip_id_for_filter(where.chip)
             conditions.append(col(Lesson.chips).contains(f",{chip_id},", autoescape=True))

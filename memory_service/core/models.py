@@ -17,8 +17,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ingest.validate import MAX_LATENCY_MS, json_problem
+from ingest.validate import json_problem
 from memory_service.core.inbound import Inbound
+from memory_service.core.outcome_models import Latency as Latency
+from memory_service.core.outcome_models import OutcomeIn as OutcomeIn
+from memory_service.core.outcome_models import ReportRequest as ReportRequest
+from memory_service.core.outcome_models import ReportResponse as ReportResponse
+from memory_service.core.outcome_models import ValueNow as ValueNow
 from memory_service.core.transfer_models import (
     EvidencePublic,
     GlossaryEntryPublic,
@@ -50,7 +55,6 @@ def _bounded_json(value: dict[str, Any]) -> dict[str, Any]:
 FreeJSON = Annotated[dict[str, Any], AfterValidator(_bounded_json)]
 # A number a client sends: finite, and true/false are not numbers.
 Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
-Latency = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=1e-9, le=MAX_LATENCY_MS)]
 
 
 class Applicability(Inbound):
@@ -304,42 +308,8 @@ class RetrieveResponse(BaseModel):
     scope_chain: list[str]
     lessons: list[RetrievedLesson]
     settings: dict[str, Any]
-
-
-class OutcomeIn(Inbound):
-    model_config = ConfigDict(extra="forbid")
-
-    compiled: bool
-    correct: bool | None = None
-    latency_ms: Latency | None = None
-    best_before_ms: Latency | None = None
-    error: str | None = Field(None, max_length=10_000)
-
-
-class ReportRequest(Inbound):
-    model_config = ConfigDict(extra="forbid")
-
-    retrieval_id: str = Field(min_length=1, max_length=64)
-    used: list[str] | None = Field(None, max_length=100)
-    outcome: OutcomeIn
-    reporter: str | None = Field(None, max_length=128)
-
-
-class ValueNow(BaseModel):
-    stage: Stage
-    value: float
-    value_scope: str
-    n: int
-    ci_low: float
-    ci_high: float
-
-
-class ReportResponse(BaseModel):
-    outcome_id: int
-    reward: float
-    rewards: dict[str, float]
-    values: dict[str, ValueNow]
-    duplicate: bool = False
+    # What the caller should know about its request: a chip name the registry does not know.
+    warnings: list[str] = []
 
 
 class OutcomePublic(BaseModel):

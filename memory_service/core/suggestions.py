@@ -33,6 +33,7 @@ from retrieval.suggest import (
     project,
     suggest,
 )
+from retrieval.suggest_search import wide_search_step
 
 # Lessons retrieved per suggest call: enough exemplars for k configurations, at least ten.
 MIN_LESSONS = 10
@@ -122,16 +123,17 @@ class Suggestions:
             lessons=tuple(lessons),
             observations=_credited_observations(request, space, lessons),
             valid=[config_key(space, c) for c in valid] if valid is not None else None,
+            backend_first=False,
         )
         seed = request.seed if request.seed is not None else len(request.observations)
         model = self.model(request, retrieval.chip, tenant) if self.model else None
-        chosen = suggest(state, request.k, seed, model)
+        chosen = suggest(state, request.k, seed, model, wide_search_step)
         return SuggestResponse(
             retrieval_id=retrieval.retrieval_id,
             stage=stage,
             chip=retrieval.chip,
             suggestions=[self._public(s, retrieval) for s in chosen],
-            warnings=self._warnings(request, state, len(chosen)),
+            warnings=[*retrieval.warnings, *self._warnings(request, state, len(chosen))],
             settings={**retrieval.settings, "lessons": n_lessons, "seed": seed},
         )
 

@@ -1,10 +1,11 @@
 """Lessons ranked by what the memory learned: their value in one context, highest or lowest
 first (`GET /v1/lessons?sort=value&chip=...`, `tunemem lessons top`, the `/ui` lessons page).
 
-A lesson's value in a context is the same shrinkage estimate down the chip's scope chain that
-retrieval uses (`retrieval.values.value_estimate`), with its 95% interval. Only lessons with
-at least one outcome somewhere in the chain are ranked: an untried lesson sits at the prior
-and says nothing about what was learned.
+A lesson's value in a context is the estimate retrieval ranks by in that context
+(`memory_service.core.estimates`: the generalised value for a known chip, else the shrinkage
+estimate down the chip's scope chain), with its 95% interval, so this listing, a retrieve and
+a report show one value per lesson. Only lessons with at least one outcome somewhere in the
+chain are ranked: an untried lesson sits at the prior and says nothing about what was learned.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from sqlmodel import Session, col, select
 import platforms
 from memory_service.core import lesson_rows
 from memory_service.core.errors import InvalidInput
+from memory_service.core.estimates import value_estimates
+from memory_service.core.evidence import Evidence
 from memory_service.core.models import LessonFilter, LessonList
 from memory_service.core.schema import Lesson, LessonValue
 from memory_service.core.settings import Settings
 from memory_service.core.value_models import ContextValue
-from retrieval.values import ScopeStats, value_estimate
+from retrieval.values import ScopeStats
 
 
 def context_chain(chip: str | None) -> tuple[str | None, list[str]]:
@@ -36,7 +39,12 @@ def context_chain(chip: str | None) -> tuple[str | None, list[str]]:
 
 
 def valued_lessons(
-    session: Session, where: LessonFilter, conditions: list[Any], settings: Settings
+    session: Session,
+    where: LessonFilter,
+    conditions: list[Any],
+    settings: Settings,
+    evidence: Evidence,
+    tenant: str,
 ) -> LessonList:
     """The lessons matching `conditions` (every filter but the chip), ranked by their value
     in the context of `where.chip` at `where.stage`; a page of them and the count ranked."""
@@ -50,13 +58,11 @@ def valued_lessons(
     ):
         stats[lesson.id][value_row.scope] = ScopeStats(value_row.n, value_row.q, value_row.sumsq)
         rows[lesson.id] = lesson
-    ranked = []
-    for lesson_id, observed in stats.items():
-        estimate = value_estimate(
-            chain, observed, q0=settings.q0, kappa=settings.kappa, backoff=settings.backoff
-        )
-        if estimate.n_total > 0:
-            ranked.append((lesson_id, estimate))
+    tried = [lid for lid, observed in stats.items() if sum(s.n for s in observed.values()) > 0]
+    estimates = value_estimates(
+        evidence, session, tenant, tried, where.stage, chip_id, chain, settings.ranking(), None
+    )
+    ranked = [(lesson_id, estimates[lesson_id]) for lesson_id in tried]
     sign = -1.0 if where.sort == "value" else 1.0
     ranked.sort(key=lambda item: (sign * item[1].value, -item[1].n_total, item[0]))
     page = ranked[where.offset : where.offset + where.limit]

@@ -10,6 +10,7 @@ No external scripts, styles or fonts: the file opens anywhere, offline.
 
 from __future__ import annotations
 
+import re
 from html import escape
 
 from memory_service.core.audit_models import (
@@ -183,29 +184,55 @@ def _pair_section(audit: TransferAuditPublic, pair: TransferPairPublic) -> str:
     return "".join(parts)
 
 
+def code_spans(text: str) -> str:
+    """Escaped text whose `backticked` spans (commands in the advice) become <code> elements."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(text))
+
+
 def fill_advice(audit: TransferAuditPublic) -> list[str]:
-    """What to run when the heat maps are all n/a (a fresh store), one sentence per map."""
+    """What the n/a cells of the heat maps lack and what to run to fill them, from the audit's
+    own counts (one sentence per map)."""
     word = "chips" if audit.level == "chip" else "backends"
+    agent = ".venv/bin/tunemem agent run --task ingest/samples/targets/convolution"
     if not audit.pairs:
         return [
             f"Fewer than two {word} hold lessons here: ingest the runs of a second one "
-            "(`tunemem ingest ingest/samples/targets/convolution`) or run the agent on it "
-            "(`tunemem agent run --task ingest/samples/targets/convolution --chip w6600 "
-            "--url URL`)."
+            "(`.venv/bin/tunemem ingest ingest/samples/targets --url URL`) or run the agent on "
+            f"it (`{agent} --chip w6600 --url URL`)."
         ]
     advice = []
     if all(pair.spearman is None for pair in audit.pairs):
-        advice.append(
-            f"The rank correlations are n/a: no lesson has outcomes on two {word} yet. Run the "
-            "agent on two of them against this store, so the same lessons are tried on both: "
-            "`tunemem agent run --task ingest/samples/targets/convolution --chip w6600 --url URL`"
-            ", then `--task ingest/samples/kerneltuner/convolution --chip mi250x`."
-        )
+        most = max(pair.n_common for pair in audit.pairs)
+        if most == 0:
+            advice.append(
+                f"The rank correlations are n/a: no lesson has outcomes on two {word} yet. Run "
+                "the agent on two of them against this store, so the same lessons are tried on "
+                f"both: `{agent} --chip w6600 --url URL`, then `.venv/bin/tunemem agent run "
+                "--task ingest/samples/kerneltuner/convolution --chip mi250x --url URL`."
+            )
+        elif most == 1:
+            advice.append(
+                "The rank correlations are n/a: a correlation needs at least two lessons with "
+                f"outcomes on both {word} of a pair, and the most any pair shares is one. Run "
+                f"the agent again on one of them (`{agent} --chip w6600 --plateau 0 --url URL` "
+                "tries more lessons)."
+            )
+        else:
+            advice.append(
+                f"The rank correlations are n/a: up to {most} lessons have outcomes on both "
+                f"{word} of a pair, but their values tie on one side"
+                + (
+                    " (in the draft stage every feasible attempt earns +1, so draft values "
+                    "tie; the refine stage rewards the speed-up: add `--stage refine`)."
+                    if audit.stage == "draft"
+                    else "; more outcomes on either side will separate them."
+                )
+            )
     if all(pair.optimum is None for pair in audit.pairs):
         advice.append(
             "The optimum map is n/a: it needs configuration lessons from one chip and the "
             "recorded search space of another; ingest two chips' Kernel Tuner caches "
-            "(`tunemem ingest ingest/samples/targets/convolution`)."
+            "(`.venv/bin/tunemem ingest ingest/samples/targets --url URL`)."
         )
     return advice
 
@@ -248,7 +275,7 @@ def render_report(audit: TransferAuditPublic, title: str = "tunemem transfer aud
         f"its value is above {audit.neutral:+.2f}; observed means at least {audit.min_n} "
         "outcome(s).</p>"
         + _legend()
-        + "".join(f'<p class="advice">{escape(line)}</p>' for line in fill_advice(audit))
+        + "".join(f'<p class="advice">{code_spans(line)}</p>' for line in fill_advice(audit))
         + "<h2>Rank correlation of lesson values</h2>"
         + _heat_map(audit, "spearman", "Spearman rank correlation, source (row) vs target")
         + "<h2>Fraction of the target's optimum reached by the source's configurations</h2>"

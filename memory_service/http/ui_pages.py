@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from html import escape
+from typing import Any
 from urllib.parse import quote
 
 from memory_service.core.models import LessonDetail, LessonFilter, LessonList, OutcomePublic
@@ -28,12 +29,15 @@ form.filters label { margin-right: .8em; white-space: nowrap; }
 form.filters input { width: 8em; }
 .meta { color: #555; } .empty { color: #555; font-style: italic; }
 svg text { font: 12px system-ui, sans-serif; fill: #333; }
+td.hint { font: 12px ui-monospace, monospace; overflow-wrap: anywhere; max-width: 60em; }
 """
 STAGE_COLOURS = {"draft": "#1f77b4", "refine": "#d95f02"}
 VALUE_COLOURS = {"draft": "#0b3d66", "refine": "#7a3300"}
 TEXT_WIDTH = 140
+# Separated in the markup, not only by style: the audit report brings its own style sheet.
 NAV = (
-    '<nav><a href="/ui">lessons</a><a href="/ui/transfer">transfer</a><a href="/docs">API</a></nav>'
+    '<nav><a href="/ui">lessons</a> · <a href="/ui/transfer">transfer</a> · '
+    '<a href="/docs">API</a></nav>'
 )
 
 
@@ -60,6 +64,26 @@ def page(title: str, body: str) -> str:
 def with_navigation(report: str) -> str:
     """A whole report document (the audit's) with the pages' navigation bar on top."""
     return report.replace("<body>", f"<body>{NAV}", 1)
+
+
+def _hint_value(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_hint_value(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(_hint_value(v) for v in value)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def hint_table(hint: dict[str, Any]) -> str:
+    """A lesson's structured hint as a table of its fields (a configuration as name=value
+    pairs), wrapped to the page's width."""
+    rows = "".join(
+        f'<tr><th>{escape(str(key))}</th><td class="hint">{escape(_hint_value(value))}</td></tr>'
+        for key, value in hint.items()
+    )
+    return f'<h2>Hint</h2><table id="hint">{rows}</table>'
 
 
 def _field(name: str, label: str, value: str | None) -> str:
@@ -226,7 +250,7 @@ def lesson_page(
         f"{escape(lesson.status)}</p>"
     )
     text = f"<p>{escape(lesson.text)}</p>"
-    hint = f"<p>hint: <code>{escape(str(lesson.hint))}</code></p>" if lesson.hint else ""
+    hint = hint_table(lesson.hint) if lesson.hint else ""
     if lesson.values:
         rows = "".join(
             f'<tr class="value"><td>{escape(v.stage)}</td><td>{escape(v.scope)}</td>'

@@ -144,7 +144,10 @@ def build_mcp_server(service: MemoryAPI, *, name: str = SERVER_NAME) -> MCPServe
         compiled: Annotated[bool, Field(description="did the kernel compile / launch")],
         correct: Annotated[
             bool | None,
-            Field(description="did it match the reference within tolerance (null: not checked)"),
+            Field(
+                description="did it match the reference within tolerance; required when it "
+                "compiled, unless `error` says how it failed"
+            ),
         ] = None,
         latency_ms: Annotated[
             float | None, Field(gt=0.0, description="measured latency of this attempt, ms")

@@ -155,3 +155,30 @@ def test_suggestions_are_fresh_distinct_and_in_the_space(sizes, n_observed, k, s
     assert len(set(keys)) == len(keys)
     assert set(keys) <= allowed - set(observed)
     assert len(out) == min(k, len(allowed - set(observed)))
+
+
+def test_the_services_search_moves_two_parameters_within_a_valid_list():
+    # Only "diagonal" configurations are valid (bx and ty grow together): no single-parameter
+    # move from the best is valid, a two-parameter one is.
+    from retrieval.suggest_search import wide_search_step
+
+    valid = [(16, 1, 0), (32, 2, 0), (64, 4, 0), (16, 1, 1), (32, 2, 1), (64, 4, 1)]
+    best = Observation({"bx": 32, "ty": 2, "shmem": 0}, True, 1.0)
+    current = state(observations=[best], stage="refine", valid=valid)
+    out = suggest(current, k=2, seed=0, search=wide_search_step)
+    assert [s.config for s in out][0] == {"bx": 32, "ty": 2, "shmem": 1}  # one parameter first
+    assert sum(out[1].config[n] != best.config[n] for n in SPACE) == 2
+
+
+def test_the_services_search_explores_once_the_best_has_stalled():
+    from retrieval.suggest_search import STALL, wide_search_step
+
+    valid = list(itertools.product(*SPACE.values()))
+    best = Observation({"bx": 16, "ty": 1, "shmem": 0}, True, 1.0)
+    worse = [
+        Observation(dict(zip(SPACE, key, strict=True)), True, 5.0) for key in valid[1 : STALL + 2]
+    ]
+    current = state(observations=[best, *worse], stage="refine", valid=valid)
+    out = suggest(current, k=10, seed=4, search=wide_search_step)
+    origins = {s.origin for s in out}
+    assert "explore" in origins and "local" in origins

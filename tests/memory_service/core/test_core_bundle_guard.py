@@ -179,7 +179,11 @@ def test_the_reports_door_credits_only_the_tenants_own_lessons(two_tenants):
     before = [v for v in service.value_table() if v[0] == b_lesson]
     with pytest.raises(ServiceError) as caught:
         service.report(
-            ReportRequest(retrieval_id=r.retrieval_id, used=[b_lesson], outcome={"compiled": True}),
+            ReportRequest(
+                retrieval_id=r.retrieval_id,
+                used=[b_lesson],
+                outcome={"compiled": True, "correct": True},
+            ),
             tenant="team-a",
         )
     assert caught.value.status == 422

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
-from memory_service.core.models import OutcomeIn, ReportRequest, RetrieveRequest
+from memory_service.core.models import LessonFilter, OutcomeIn, ReportRequest, RetrieveRequest
 
 KEYS = ["bx", "tx"]
 
@@ -90,3 +90,23 @@ def test_a_reward_above_the_value_never_lowers_it(make_service) -> None:
     lid = got.lessons[0].id
     assert receipt.rewards[lid] == 1.0 and before[lid] < 1.0
     assert receipt.values[lid].value > before[lid]
+
+
+def test_the_valued_listing_shows_the_same_value(make_service) -> None:
+    """`lessons top` / `GET /v1/lessons?sort=value` / the /ui page: the value a report gave."""
+    service = make_service(index="memory")
+    service.ingest([_trajectory("a100", 64), _trajectory("a4000", 128)])
+    got = _retrieve(service, "rtx-3090", None)
+    receipt = service.report(
+        ReportRequest(
+            retrieval_id=got.retrieval_id,
+            used=[got.lessons[0].id],
+            outcome=OutcomeIn(compiled=True, correct=True),
+        )
+    )
+    listed = service.list_lessons(LessonFilter(sort="value", chip="rtx-3090", stage="draft"))
+    (lesson,) = listed.data
+    now = receipt.values[got.lessons[0].id]
+    assert lesson.id == got.lessons[0].id
+    assert lesson.value.value == pytest.approx(now.value, abs=1e-12)
+    assert lesson.value.value_scope == now.value_scope

@@ -216,7 +216,7 @@ def test_html_format_over_http(store):
 def test_keys_scope_the_audit_to_the_callers_tenant(store):
     from sqlmodel import Session
 
-    from memory_service.core.auth import create_key, revoke_key
+    from memory_service.core.auth import create_key, open_store, revoke_key
 
     client = store["client"]
     with Session(store["service"].engine) as session:
@@ -237,6 +237,9 @@ def test_keys_scope_the_audit_to_the_callers_tenant(store):
         with Session(store["service"].engine) as session:
             for key_id in key_ids:
                 revoke_key(session, key_id)
+    assert client.get("/v1/audit/transfer").status_code == 401  # keys fail closed
+    with Session(store["service"].engine) as session:
+        open_store(session)  # `tunemem keys open`: the shared store is keyless again
     assert client.get("/v1/audit/transfer").status_code == 200
 
 

@@ -91,7 +91,10 @@ def test_tenants_do_not_see_each_other(keyed):
     stolen = client.post(
         "/v1/outcomes",
         headers=b,
-        json={"retrieval_id": retrieval_a["retrieval_id"], "outcome": {"compiled": True}},
+        json={
+            "retrieval_id": retrieval_a["retrieval_id"],
+            "outcome": {"compiled": True, "correct": True},
+        },
     )
     assert stolen.status_code == 404
     # The same text in tenant b is a separate lesson.

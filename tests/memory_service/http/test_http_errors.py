@@ -107,7 +107,7 @@ CASES = [
         "unknown retrieval",
         "POST",
         "/v1/outcomes",
-        {"json": {"retrieval_id": "nope", "outcome": {"compiled": True}}},
+        {"json": {"retrieval_id": "nope", "outcome": {"compiled": True, "correct": True}}},
         404,
         "retrieval_not_found",
     ),
@@ -115,7 +115,12 @@ CASES = [
         "negative latency",
         "POST",
         "/v1/outcomes",
-        {"json": {"retrieval_id": "nope", "outcome": {"compiled": True, "latency_ms": -1}}},
+        {
+            "json": {
+                "retrieval_id": "nope",
+                "outcome": {"compiled": True, "correct": True, "latency_ms": -1},
+            }
+        },
         422,
         "invalid_request",
     ),
@@ -182,7 +187,7 @@ def test_credit_to_a_lesson_not_returned_is_rejected(client, service, seeded):
         json={
             "retrieval_id": retrieval_id,
             "used": [lesson_id, other],
-            "outcome": {"compiled": True},
+            "outcome": {"compiled": True, "correct": True},
         },
     )
     assert response.status_code == 422 and response.json()["code"] == "lesson_not_in_retrieval"

@@ -79,7 +79,11 @@ def _hostile_writes(client: TestClient, lesson_id: str, retrieval_id: str) -> li
             (
                 "POST",
                 "/v1/outcomes",
-                {"retrieval_id": retrieval_id, "outcome": {"compiled": True}, "reporter": bad},
+                {
+                    "retrieval_id": retrieval_id,
+                    "outcome": {"compiled": True, "correct": True},
+                    "reporter": bad,
+                },
             ),
             ("POST", "/v1/suggest", {"space": {"params": {"layout": ["row", bad]}}}),
             ("POST", "/v1/suggest", {"space": {"params": {bad: [1, 2]}}}),

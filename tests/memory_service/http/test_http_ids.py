@@ -74,11 +74,15 @@ def test_report_accepts_a_retrieval_prefix(client):
     ).json()
     report = client.post(
         "/v1/outcomes",
-        json={"retrieval_id": retrieval["retrieval_id"][:8], "outcome": {"compiled": True}},
+        json={
+            "retrieval_id": retrieval["retrieval_id"][:8],
+            "outcome": {"compiled": True, "correct": True},
+        },
     )
     assert report.status_code == 200, report.text
     missing = client.post(
-        "/v1/outcomes", json={"retrieval_id": "ffffffff", "outcome": {"compiled": True}}
+        "/v1/outcomes",
+        json={"retrieval_id": "ffffffff", "outcome": {"compiled": True, "correct": True}},
     )
     assert missing.status_code == 404 and missing.json()["code"] == "retrieval_not_found"
 

@@ -167,7 +167,10 @@ def test_refine_latencies_outside_any_measurement_are_422(client, service, retri
     before = snapshot(service)
     response = client.post("/v1/outcomes", json={"retrieval_id": retrieval_id, "outcome": outcome})
     assert response.status_code == 422 and response.json()["code"] == "invalid_request"
-    infinite = '{"retrieval_id": "%s", "outcome": {"compiled": true, "latency_ms": Infinity}}'
+    infinite = (
+        '{"retrieval_id": "%s", "outcome": '
+        '{"compiled": true, "correct": true, "latency_ms": Infinity}}'
+    )
     response = client.post("/v1/outcomes", **raw(infinite % retrieval_id))
     assert response.status_code == 422
     assert snapshot(service) == before

@@ -31,7 +31,7 @@ def test_writes_past_the_quota_are_429_with_retry_after(make_service):
             refused.json()["code"] == "rate_limited" and "3 per minute" in refused.json()["message"]
         )
         assert int(refused.headers["retry-after"]) >= 1
-        report = {"retrieval_id": "x", "outcome": {"compiled": True}}
+        report = {"retrieval_id": "x", "outcome": {"compiled": True, "correct": True}}
         assert client.post("/v1/outcomes", json=report, headers=runaway).status_code == 429
         assert service.counts() == before
         ask = {"query": "lesson", "stage": "draft"}

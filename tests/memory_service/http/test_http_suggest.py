@@ -152,7 +152,10 @@ def test_suggest_is_scoped_to_the_keys_tenant(service):
         ).json()
         assert {item["source"] for item in theirs["suggestions"]} == {"search"}
         # A report from the other tenant cannot reach team-a's retrieval.
-        report = {"retrieval_id": mine["retrieval_id"], "outcome": {"compiled": True}}
+        report = {
+            "retrieval_id": mine["retrieval_id"],
+            "outcome": {"compiled": True, "correct": True},
+        }
         crossed = client.post(
             "/v1/outcomes", json=report, headers={"Authorization": f"Bearer {b_key}"}
         )

@@ -44,13 +44,15 @@ def test_sort_by_value_ranks_lessons_with_outcomes_in_the_context(client):
     assert best["count"] == 2 and [item["id"] for item in best["data"]] == ids[:2]
     top, bottom = (item["value"] for item in best["data"])
     assert top["chip"] == "a100" and top["value_scope"] == "chip:a100"
-    assert (top["n"], top["n_total"]) == (2, 8)  # 2 outcomes in each of the 4 scopes
+    # the estimate retrieval ranks by (the generalised value on a known chip): its 2 outcomes
+    assert (top["n"], top["n_total"]) == (2, 2)
     assert top["value"] > 0 > bottom["value"]
-    assert -1.0 <= top["ci_low"] < top["value"] < top["ci_high"] <= 1.0
+    assert top["ci_low"] < top["value"] < top["ci_high"]
     worst = client.get("/v1/lessons?sort=-value&chip=a100").json()
     assert [item["id"] for item in worst["data"]] == ids[1::-1]
     elsewhere = client.get("/v1/lessons?sort=value&chip=H100").json()["data"][0]["value"]
-    assert elsewhere["n"] == 0 and elsewhere["value_scope"] in ("backend:cuda", "global")
+    # no outcome on h100: its value leans on the prior and on a100's outcomes
+    assert elsewhere["n"] == 0 and elsewhere["value_scope"] in ("prior", "outcomes:chip:a100")
     plain = client.get("/v1/lessons").json()
     assert plain["count"] == 3 and all(item["value"] is None for item in plain["data"])
     unknown = client.get("/v1/lessons?sort=value&chip=Frobnicator 3")

@@ -173,7 +173,8 @@ def test_service_errors_become_tool_errors_with_their_code(make_service):
 
     async def scenario(client: Client) -> None:
         unknown = await client.call_tool(
-            "report_outcome", {"retrieval_id": "no-such-retrieval", "compiled": True}
+            "report_outcome",
+            {"retrieval_id": "no-such-retrieval", "compiled": True, "correct": True},
         )
         assert "retrieval_not_found" in error_text(unknown)
         assert "no-such-retrieval" in error_text(unknown)
@@ -192,7 +193,12 @@ def test_service_errors_become_tool_errors_with_their_code(make_service):
         assert bad_stage.is_error
         negative = await client.call_tool(
             "report_outcome",
-            {"retrieval_id": done["retrieval_id"], "compiled": True, "latency_ms": -1.0},
+            {
+                "retrieval_id": done["retrieval_id"],
+                "compiled": True,
+                "correct": True,
+                "latency_ms": -1.0,
+            },
         )
         assert "latency_ms" in error_text(negative)
 
@@ -211,7 +217,8 @@ def test_tools_over_a_remote_service_keep_the_http_error_codes(client):
     async def scenario(mcp_client: Client) -> None:
         await add_retrieve_report(mcp_client)
         unknown = await mcp_client.call_tool(
-            "report_outcome", {"retrieval_id": "no-such-retrieval", "compiled": True}
+            "report_outcome",
+            {"retrieval_id": "no-such-retrieval", "compiled": True, "correct": True},
         )
         assert "retrieval_not_found" in error_text(unknown)
 
@@ -237,7 +244,8 @@ def test_stdio_subprocess_session(tmp_path):
         assert EXPECTED_TOOLS <= names
         await add_retrieve_report(client)
         unknown = await client.call_tool(
-            "report_outcome", {"retrieval_id": "no-such-retrieval", "compiled": True}
+            "report_outcome",
+            {"retrieval_id": "no-such-retrieval", "compiled": True, "correct": True},
         )
         assert "retrieval_not_found" in error_text(unknown)
 

@@ -1,0 +1,399 @@
+"""`triton.autotune` with a memory: time only the configurations the memory ranks best.
+
+`autotune(configs, key, ..., memory_url=..., top_k=...)` takes `triton.autotune`'s arguments
+plus the memory's address and how many configurations to time; `hook(kernel, memory_url)` gives
+an existing `@triton.autotune` kernel the same behaviour. For a key not tuned yet, the given
+configurations (after the user's own `early_config_prune`) go to `POST /v1/suggest` as the
+space's valid list; Triton times the memory's best plus a small exploration share; then every
+timing (`configs_timings`) goes back, in a background thread bounded in time, as outcomes
+against the suggestion and as a trajectory (`triton_records`). The memory unreachable, erring
+or empty: one warning line, then Triton's own behaviour. docs/triton.md is the user's page.
+"""
+
+from __future__ import annotations
+
+import atexit
+import math
+import random
+import threading
+import time
+import warnings
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from agent_client.client import MemoryClient, RetryPolicy
+from agent_client.tuners.triton_records import (
+    Pending,
+    config_params,
+    device_context,
+    dtype_name,
+    interpreter_bench,
+    interpreting,
+    outcomes,
+    params_key,
+    scalar,
+    trajectory,
+)
+
+# After a failed call the memory is left alone this long, so a down memory costs one timeout.
+RETRY_AFTER_S = 300.0
+# Suggestion sources that rest on what the memory holds (the rest is the service's search).
+INFORMED = frozenset({"exemplar", "preference", "model"})
+
+
+class MemoryUnavailableWarning(UserWarning):
+    """The memory could not help (unreachable, an error, nothing remembered): Triton's own
+    autotuning goes on."""
+
+
+class MemoryTuning:
+    """The memory's part in one autotuned kernel: which configurations to time, what to report.
+
+    Args:
+        memory_url: the memory service's address, e.g. "http://127.0.0.1:8600".
+        top_k: configurations to time for a new key, as Triton's own `prune_configs_by` top_k:
+            an int (a count) or a float <= 1.0 (a fraction of the given configurations, at
+            least one).
+        explore: the share of `top_k` drawn at random from the other given configurations
+            (rounded, at least one when top_k >= 2 and explore > 0), so the memory keeps
+            learning.
+        op, kernel: how the memory names the operator and the kernel (default: the kernel
+            function's name for both).
+        signature: (named_args) -> the problem's signature; default: the key arguments' values
+            and the first tensor argument's dtype.
+        api_key, timeout_s: the memory's key and the bound on each call, in seconds.
+        options: ranking options for the suggest call (the service's `RetrieveOptions`).
+        context: overrides of the device context (chip, backend, model, scenario, toolchain).
+        seed: the exploration's seed (mixed with the key).
+        client: a ready `MemoryClient` (tests, or a shared one); default: one of its own.
+    """
+
+    def __init__(
+        self,
+        memory_url: str,
+        *,
+        top_k: int | float = 5,
+        explore: float = 0.2,
+        op: str | None = None,
+        kernel: str | None = None,
+        signature: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 5.0,
+        options: dict[str, Any] | None = None,
+        context: dict[str, Any] | None = None,
+        seed: int = 0,
+        client: MemoryClient | None = None,
+    ) -> None:
+        if isinstance(top_k, bool) or not isinstance(top_k, int | float) or top_k <= 0:
+            raise ValueError(f"top_k must be a positive int or a fraction <= 1.0, not {top_k!r}")
+        if isinstance(top_k, float) and top_k > 1.0:
+            raise ValueError(f"a float top_k is a fraction <= 1.0, not {top_k!r}")
+        if not 0.0 <= explore <= 1.0:
+            raise ValueError(f"explore is a share between 0 and 1, not {explore!r}")
+        self.memory_url = memory_url
+        self.top_k = top_k
+        self.explore = explore
+        self.op = op
+        self.kernel = kernel
+        self.signature = signature
+        self.timeout_s = timeout_s
+        self.options = dict(options or {})
+        self.context_overrides = dict(context or {})
+        self.seed = seed
+        self.client = client or MemoryClient(
+            memory_url,
+            api_key=api_key,
+            timeout_s=timeout_s,
+            retry=RetryPolicy(attempts=2, backoff_s=0.1, max_backoff_s=0.5),
+        )
+        self.reports: list[dict[str, Any]] = []  # what went back to the memory, per key
+        self.last_decision: dict[str, Any] | None = None
+        self._pending: Pending | None = None
+        self._down_until = 0.0
+        self._threads: list[threading.Thread] = []
+        self._context: dict[str, Any] | None = None
+        # How the memory names the operator and the kernel; attach() fills in the function's.
+        self._names = (op or kernel or "kernel", kernel or op or "kernel")
+        _LIVE.add(self)
+
+    # -- attaching ---------------------------------------------------------------------------
+
+    def attach(self, autotuner: Any) -> Any:
+        """Hook an autotuned kernel (a `triton.runtime.autotuner.Autotuner`); returns it."""
+        for needed in ("configs", "cache", "run", "arg_names"):
+            if not hasattr(autotuner, needed):
+                raise TypeError(
+                    f"hook() takes a kernel decorated with @triton.autotune; {autotuner!r} "
+                    f"has no {needed!r}"
+                )
+        if getattr(autotuner, "_tunemem", None) is not None:
+            raise ValueError("this kernel is already hooked to a memory")
+        base = getattr(autotuner, "base_fn", None) or autotuner.fn
+        name = getattr(base, "__name__", "kernel")
+        self._names = (self.op or name, self.kernel or name)
+        user_prune = autotuner.early_config_prune
+        original_run = autotuner.run
+
+        def early_config_prune(configs: list[Any], named_args: dict[str, Any], **kwargs: Any):
+            if user_prune is not None:
+                configs = user_prune(configs, named_args, **kwargs)
+            return self.choose(list(configs), {**named_args, **kwargs}, autotuner.keys)
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            before = set(autotuner.cache)
+            timings_before = getattr(autotuner, "configs_timings", None)
+            self._pending = None
+            result = original_run(*args, **kwargs)
+            pending, self._pending = self._pending, None
+            timings = getattr(autotuner, "configs_timings", None)
+            if pending is not None and set(autotuner.cache) - before and timings:
+                if timings is not timings_before:
+                    self.report(pending, timings)
+            return result
+
+        if getattr(autotuner, "_do_bench", "absent") is None and interpreting():
+            autotuner._do_bench = interpreter_bench
+        autotuner.early_config_prune = early_config_prune
+        autotuner.run = run
+        autotuner._tunemem = self
+        return autotuner
+
+    # -- choosing ----------------------------------------------------------------------------
+
+    def budget(self, given: int) -> int:
+        """How many of `given` configurations to time."""
+        if isinstance(self.top_k, float):
+            return max(1, int(given * self.top_k))
+        return min(given, self.top_k)
+
+    def task_of(self, named: dict[str, Any], keys: list[str]) -> dict[str, Any]:
+        """The memory's task for these arguments: op, kernel, signature and dtype."""
+        dtype = next((dtype_name(v.dtype) for v in named.values() if hasattr(v, "dtype")), None)
+        if self.signature is not None:
+            signature = dict(self.signature(named))
+        else:
+            signature = {k: scalar(named[k]) for k in keys if k in named}
+            if dtype is not None:
+                signature.setdefault("dtype", dtype)
+        op, kernel = self._names
+        return {"op": op, "kernel": kernel, "signature": signature, "dtype": dtype}
+
+    def choose(self, configs: list[Any], named: dict[str, Any], keys: list[str]) -> list[Any]:
+        """The configurations to time for a new key: the memory's best, then exploration.
+
+        Every configuration is timed when they are within the budget anyway, or when the
+        memory cannot help (with one warning line).
+        """
+        task = self.task_of(named, keys)
+        key = {k: scalar(named[k]) for k in keys if k in named}
+        by_key = {params_key(config_params(c)): c for c in configs}
+        budget = self.budget(len(by_key))
+        pending = Pending(task=task, key=key, given=len(configs), timed=[], origins={})
+        self._pending = pending
+        if budget >= len(by_key):
+            pending.origins = {k: "given" for k in by_key}
+            self._decided(pending, configs, "all given configurations fit the budget")
+            return configs
+        explore = min(budget - 1, max(1, round(budget * self.explore))) if self.explore else 0
+        answer = self._suggest(task, [config_params(c) for c in configs], budget - explore)
+        if answer is None:
+            pending.origins = {k: "given" for k in by_key}
+            self._decided(pending, configs, "the memory could not help: every configuration")
+            return configs
+        suggestions = answer.get("suggestions") or []
+        if not any(s.get("source") in INFORMED for s in suggestions):
+            suggestions = []  # only the service's own search: nothing remembered to go on
+        chosen: list[Any] = []
+        for suggestion in suggestions:
+            found = params_key(suggestion.get("config") or {})
+            if found in by_key and found not in pending.origins:
+                chosen.append(by_key[found])
+                pending.origins[found] = f"memory:{suggestion.get('source', '')}"
+                pending.suggestions[found] = [
+                    str(lesson["id"]) for lesson in suggestion.get("lessons") or []
+                ]
+            if len(chosen) >= budget - explore:
+                break
+        if not chosen:
+            self._warn(f"the memory at {self.memory_url} has nothing for {task['kernel']} here")
+            pending.origins = {k: "given" for k in by_key}
+            self._decided(pending, configs, "the memory had nothing: every configuration")
+            return configs
+        pending.retrieval_id = str(answer.get("retrieval_id") or "") or None
+        rest = [k for k in by_key if k not in pending.origins]
+        rng = random.Random(f"{self.seed}:{sorted(key.items())}")
+        for found in rng.sample(rest, min(len(rest), budget - len(chosen))):
+            chosen.append(by_key[found])
+            pending.origins[found] = "explore"
+        self._decided(pending, chosen, "memory")
+        return chosen
+
+    def _decided(self, pending: Pending, configs: list[Any], how: str) -> None:
+        pending.timed = [config_params(c) for c in configs]
+        self.last_decision = {
+            "key": pending.key,
+            "given": pending.given,
+            "timed": len(configs),
+            "how": how,
+            "retrieval_id": pending.retrieval_id,
+            "origins": [pending.origins.get(params_key(p), "given") for p in pending.timed],
+            "configs": pending.timed,
+        }
+
+    def _suggest(
+        self, task: dict[str, Any], valid: list[dict[str, Any]], k: int
+    ) -> dict[str, Any] | None:
+        if time.monotonic() < self._down_until:
+            return None
+        params: dict[str, list[Any]] = {}
+        for config in valid:
+            for name, value in config.items():
+                if value not in params.setdefault(name, []):
+                    params[name].append(value)
+        body: dict[str, Any] = {
+            "task": task,
+            "context": self.context(),
+            "space": {"params": params, "valid": valid},
+            "observations": [],
+            "k": max(1, min(k, 100)),
+            "stage": "refine",
+            "seed": self.seed,
+        }
+        if self.options:
+            body["options"] = self.options
+        try:
+            return self.client.suggest(**body)
+        except Exception as exc:  # whatever the memory does, the user's tuning goes on
+            self._down_until = time.monotonic() + RETRY_AFTER_S
+            self._warn(f"memory at {self.memory_url} unavailable ({_brief(exc)})")
+            return None
+
+    def context(self) -> dict[str, Any]:
+        if self._context is None:
+            self._context = {**device_context(), **self.context_overrides}
+        return self._context
+
+    def _warn(self, message: str) -> None:
+        warnings.warn(f"tunemem: {message}; Triton autotunes as usual", MemoryUnavailableWarning, 3)
+
+    # -- reporting ---------------------------------------------------------------------------
+
+    def report(self, pending: Pending, timings: Mapping[Any, Any]) -> None:
+        """Send Triton's timings of a new key back to the memory, in the background."""
+        measured = []
+        for config, timing in timings.items():
+            params = config_params(config)
+            value = timing[0] if isinstance(timing, list | tuple) else timing
+            ms = float(value) if value is not None else math.inf
+            measured.append((params, ms))
+        report = {
+            "key": pending.key,
+            "retrieval_id": pending.retrieval_id,
+            "trajectory": trajectory(pending, measured, self.context()),
+            "outcomes": outcomes(pending, measured),
+            "sent": False,
+            "error": None,
+        }
+        self.reports.append(report)
+        if time.monotonic() < self._down_until:
+            report["error"] = "memory unavailable"
+            return
+        thread = threading.Thread(target=self._send, args=(report,), daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _send(self, report: dict[str, Any]) -> None:
+        try:
+            for item in report["outcomes"]:
+                self.client.report(report["retrieval_id"], item["outcome"], used=item["used"])
+            self.client.upload_trajectories([report["trajectory"]])
+            report["sent"] = True
+        except Exception as exc:  # a report that fails must never reach the user's loop
+            report["error"] = _brief(exc)
+            self._down_until = time.monotonic() + RETRY_AFTER_S
+            self._warn(f"could not report to the memory at {self.memory_url} ({_brief(exc)})")
+
+    def flush(self, timeout_s: float | None = None) -> bool:
+        """Wait for the reports in flight (at most `timeout_s` in all); True when none is left."""
+        deadline = time.monotonic() + (self.timeout_s * 4 if timeout_s is None else timeout_s)
+        for thread in list(self._threads):
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self._threads = [t for t in self._threads if t.is_alive()]
+        return not self._threads
+
+
+def _brief(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}"[:200]
+
+
+_LIVE: weakref.WeakSet[MemoryTuning] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_all() -> None:
+    for tuning in list(_LIVE):
+        tuning.flush()
+
+
+def hook(
+    kernel: Any,
+    memory_url: str,
+    /,
+    *,
+    top_k: int | float = 5,
+    explore: float = 0.2,
+    **memory: Any,
+) -> Any:
+    """Give an existing `@triton.autotune` kernel a memory; returns the same kernel.
+
+    Keyword arguments are `MemoryTuning`'s (op, kernel, signature, api_key, timeout_s,
+    options, context, seed, client). The tuning object is `kernel._tunemem`.
+    """
+    return MemoryTuning(memory_url, top_k=top_k, explore=explore, **memory).attach(kernel)
+
+
+def autotune(
+    configs: list[Any],
+    key: list[str],
+    prune_configs_by: dict[str, Any] | None = None,
+    reset_to_zero: list[str] | None = None,
+    restore_value: list[str] | None = None,
+    pre_hook: Callable[..., Any] | None = None,
+    post_hook: Callable[..., Any] | None = None,
+    warmup: int | None = None,
+    rep: int | None = None,
+    use_cuda_graph: bool = False,
+    do_bench: Callable[..., Any] | None = None,
+    *,
+    memory_url: str,
+    top_k: int | float = 5,
+    explore: float = 0.2,
+    **memory: Any,
+) -> Callable[[Any], Any]:
+    """`triton.autotune` (its arguments, `cache_results` too where Triton has it) plus
+    `memory_url`, `top_k`, `explore` and `MemoryTuning`'s keywords."""
+    import inspect
+
+    import triton
+
+    triton_kwargs: dict[str, Any] = {
+        "prune_configs_by": prune_configs_by,
+        "reset_to_zero": reset_to_zero,
+        "restore_value": restore_value,
+        "pre_hook": pre_hook,
+        "post_hook": post_hook,
+        "do_bench": do_bench,
+    }
+    if warmup is not None or rep is not None or use_cuda_graph:
+        triton_kwargs.update(warmup=warmup, rep=rep, use_cuda_graph=use_cuda_graph)
+    accepted = inspect.signature(triton.autotune).parameters
+    for name in [n for n in memory if n in accepted]:
+        triton_kwargs[name] = memory.pop(name)  # e.g. cache_results on newer Tritons
+    decorate = triton.autotune(configs, key, **triton_kwargs)
+
+    def decorator(fn: Any) -> Any:
+        return hook(decorate(fn), memory_url, top_k=top_k, explore=explore, **memory)
+
+    return decorator

@@ -1,0 +1,74 @@
+"""`bench autotune`'s protocol end to end on the CPU (Triton interpreter, the tasks' tiny shapes).
+
+The memories ingest SYNTHETIC sweeps of decode attention's two tiny shapes (invented times,
+fastest at BLOCK_N 64 with 2 splits), so each held-out shape is tuned with memory of the other.
+Interpreter timings are wall-clock and say nothing about speed; the test checks the protocol:
+both arms ran, the drop-in timed only its budget, the re-timing and the report came out, and
+the trajectories the drop-in reported were saved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from kernels.catalogue import get_task
+from kernels.sweep import candidate_configs
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("TRITON_INTERPRET") != "1", reason="runs Triton's interpreter on the CPU"
+)
+
+
+def synthetic_sweep(task, case) -> dict:
+    attempts = []
+    for index, config in enumerate(candidate_configs(task, case.dims)):
+        latency = 0.1 + abs(config["BLOCK_N"] - 64) / 640 + abs(config["SPLITS"] - 2) / 100
+        attempts.append({"index": index, "params": config, "latency_ms": latency})
+    return {
+        "version": 1,
+        "source_format": "native",
+        "source": f"synthetic-sweep/{case.name}",
+        "task": {
+            "op": task.op,
+            "kernel": task.kernel,
+            "signature": {**case.dims, "dtype": "bfloat16"},
+            "dtype": "bfloat16",
+        },
+        "context": {"chip": "h200", "backend": "cuda"},
+        "attempts": attempts,
+        "evidence": {"shape_name": case.name},
+        "synthetic": True,
+    }
+
+
+def test_bench_autotune_protocol_on_the_interpreter(tmp_path, monkeypatch):
+    from bench.autotune import main
+
+    task = get_task("decode_attention")
+    sweeps = tmp_path / "sweeps"
+    sweeps.mkdir()
+    lines = [json.dumps(synthetic_sweep(task, case)) for case in task.small_shapes]
+    (sweeps / "decode_attention.jsonl").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out"
+    argv = ["--device", "cpu", "--tasks", "decode_attention", "--top-k", "2", "--rounds", "1"]
+    argv += ["--sweeps", str(sweeps), "--out", str(out), "--trajectories", str(out)]
+    assert main([*argv, "--workers", "2"]) == 0
+
+    report = json.loads((out / "autotune.json").read_text())
+    assert [r["shape"] for r in report["shapes"]] == [c.name for c in task.small_shapes]
+    for row in report["shapes"]:
+        given = len(candidate_configs(task, row["dims"]))
+        assert row["full"]["timed"] == given
+        assert row["memory"]["timed"] == 2 < given or row["memory"]["timed"] == given
+        assert row["memory"]["decision"]["how"] == "memory"
+        assert row["memory"]["reported"][0]["sent"]
+        assert len(row["retimed_ms"]["full"]) == len(row["retimed_ms"]["memory"]) == 1
+        assert row["speed"] > 0 and row["wall_ratio"] > 0
+    assert report["summary"]["all"]["shapes"] == 2
+    assert "| decode_attention |" in (out / "autotune.md").read_text()
+    saved = [json.loads(line) for line in (out / "autotune-decode_attention.jsonl").open()]
+    roles = sorted(r["evidence"]["role"] for r in saved)
+    assert roles == ["drop-in", "drop-in", "full_autotune", "full_autotune"]

@@ -1,0 +1,119 @@
+"""`bench tuners` on SYNTHETIC caches (invented times, see conftest.py): scoring by hand, an
+old-layout cache in Kernel Tuner's simulation mode, and the whole command end to end."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from bench.tuners_sim import (
+    best_so_far,
+    evals_to,
+    fraction_at,
+    methodology_score,
+    random_expectation,
+    run_strategy,
+    simulation_cache,
+)
+from kernels.runners.replay import Recording
+
+pytest.importorskip("kernel_tuner", reason="needs kernel_tuner (make install)")
+
+
+def test_fractions_and_evaluations_to_a_level():
+    trace = [None, 4.0, 2.0, 1.0]
+    assert best_so_far(trace, 5) == [float("inf"), 4.0, 2.0, 1.0, 1.0]
+    assert fraction_at(trace, 1.0, 1) == 0.0
+    assert fraction_at(trace, 1.0, 3) == 0.5
+    assert evals_to(trace, 1.0, 0.5) == 3 and evals_to(trace, 1.0, 0.95) == 4
+    assert evals_to(trace[:3], 1.0, 0.95) is None
+
+
+def test_random_expectation_is_exact():
+    # Three configurations (1, 2, 4 ms): one draw finds the best with probability 1/3.
+    expected = random_expectation([1.0, 2.0, 4.0], [1, 2, 3])
+    assert expected["1"] == pytest.approx((1 + 0.5 + 0.25) / 3)
+    # Two draws miss the best only as the pair (2, 4): its best is 2 ms.
+    assert expected["2"] == pytest.approx((2 * 1 + 0.5) / 3)
+    assert expected["3"] == pytest.approx(1.0)
+
+
+def test_methodology_score_is_one_at_the_optimum_and_low_for_the_worst():
+    times = [1.0 + i / 10 for i in range(50)]
+    assert methodology_score(times, [1.0] * 10) == pytest.approx(1.0)
+    assert methodology_score(times, [max(times)] * 10) < 0
+
+
+def test_an_old_layout_cache_replays_in_simulation_mode(tmp_path: Path):
+    # Older Kernel Tuner caches: no problem_size, parameters only in the keys, a failure marker.
+    cache = {
+        f"{bx},{t}": {"time": 1.0 + abs(bx - 64) / 32 + t / 10}
+        for bx in (32, 64, 128)
+        for t in (1, 2)
+    }
+    cache["128,2"] = {"time": "CompilationFailedConfig"}
+    old = tmp_path / "OLD_A100.json.gz"
+    with gzip.open(old, "wt") as handle:
+        json.dump(
+            {
+                "device_name": "NVIDIA A100-PCIE-40GB",
+                "kernel_name": "old_kernel",
+                "tune_params_keys": ["block_size_x", "tile"],
+                "tune_params": {"block_size_x": [32, 64, 128], "tile": [1, 2]},
+                "cache": cache,
+            },
+            handle,
+        )
+    recording = Recording(old)
+    sim = simulation_cache(recording, tmp_path / "sim.json")
+    assert json.loads(sim.read_text())["problem_size"] == [1]
+    trace = run_strategy(sim, recording.param_names, "random_sample", 10, 0)
+    assert sorted(trace) == sorted(recording.feasible().values())  # the failure is not in it
+
+
+def test_bench_tuners_command_writes_json_markdown_and_plot(synthetic_caches: Path, tmp_path):
+    from memory_service.cli.app import app
+
+    out = tmp_path / "tuners.json"
+    args = [
+        "bench",
+        "tuners",
+        "--caches",
+        str(synthetic_caches / "alpha_kernel"),
+        "--sources",
+        str(synthetic_caches / "beta_kernel"),
+        "--budgets",
+        "2",
+        "4",
+        "--seeds",
+        "1",
+        "--strategies",
+        "random_sample",
+        "--k",
+        "2",
+        "--out",
+        str(out),
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert set(data["summary"]) == {"tunemem", "random_sample", "random_exact"}
+    for arm in ("tunemem", "random_sample"):
+        assert set(data["summary"][arm]) >= {"2", "4", "score", "evals_to_90", "evals_to_95"}
+        assert 0.0 < data["summary"][arm]["4"] <= 1.0
+    assert len(data["tasks"]) == 3
+    for task in data["tasks"].values():
+        memory = task["arms"]["tunemem"]["memory"][0]["memory"]
+        assert any(name.startswith("beta/") for name in memory)  # --sources went in
+    own = {
+        name: task["arms"]["tunemem"]["memory"][0]["memory"] for name, task in data["tasks"].items()
+    }
+    assert all(name not in memory for name, memory in own.items())  # never the task's own
+    assert out.with_suffix(".md").read_text().startswith("# bench tuners")
+    assert out.with_suffix(".png").stat().st_size > 0
+    bad = CliRunner().invoke(app, ["bench", "tuners", "--budgets", "0", "--out", str(out)])
+    assert bad.exit_code == 2
