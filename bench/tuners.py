@@ -44,6 +44,10 @@ from bench.tuners_sim import (
 )
 
 DEFAULT_BUDGETS = (5, 10, 20, 50, 100)
+# The memory as a long-running server holds it: a target's first suggest waits (up to two
+# minutes) for the performance model of the family's recorded spaces, trained in the
+# background after the sources were ingested, instead of going without it.
+TUNERS_SERVICE_SETTINGS = {**SERVICE_SETTINGS, "model_wait_s": 120.0}
 LEVELS = {"90": 0.9, "95": 0.95}
 
 
@@ -88,7 +92,7 @@ class Arena:
 
             self._embedder = create_embedder("minilm")
         family = [t for t in self.tasks if t.family == task.family and t.chip != task.chip]
-        live = LiveService(SERVICE_SETTINGS, embedder=self._embedder)
+        live = LiveService(TUNERS_SERVICE_SETTINGS, embedder=self._embedder)
         started = time.perf_counter()
         try:
             for source in sorted(self.sources, key=lambda t: t.name) + source_order(family, seed):
@@ -227,6 +231,37 @@ def run_tuners_bench(
     out.parent.mkdir(parents=True, exist_ok=True)
     import json
 
+    out.write_text(json.dumps(result, indent=2, default=str) + "\n")
+    out.with_suffix(".md").write_text(markdown(result))
+    plot(result, out.with_suffix(".png"))
+    return result
+
+
+def merge_results(parts: list[Path], out: Path, command: str) -> dict[str, Any]:
+    """One result from runs on disjoint task sets with the same settings (e.g. one process per
+    kernel family, each filling its memories from its own family): tasks joined, summary,
+    Markdown and plot made again."""
+    import json
+
+    from bench.tuners_report import markdown, plot
+
+    loaded = [json.loads(p.read_text()) for p in parts]
+    first = loaded[0]
+    keys = ("budgets", "seeds", "k", "source_budget", "strategies", "sources")
+    for other in loaded[1:]:
+        if any(other["settings"][key] != first["settings"][key] for key in keys):
+            raise ValueError("the results to merge were run with different settings")
+    result = dict(first)
+    result["command"] = command
+    result["parts"] = [{"command": r["command"], "wall_s": r["wall_s"]} for r in loaded]
+    result["settings"] = {
+        **first["settings"],
+        "caches": [c for r in loaded for c in r["settings"]["caches"]],
+    }
+    result["tasks"] = {name: t for r in loaded for name, t in r["tasks"].items()}
+    result["summary"] = summary(result["tasks"], list(first["settings"]["budgets"]))
+    result["warnings"] = sorted({w for r in loaded for w in r.get("warnings", [])})
+    result["wall_s"] = round(sum(r["wall_s"] for r in loaded), 1)
     out.write_text(json.dumps(result, indent=2, default=str) + "\n")
     out.with_suffix(".md").write_text(markdown(result))
     plot(result, out.with_suffix(".png"))

@@ -35,6 +35,7 @@ RUN_PAGES = [
     "docs/ingest.md",
     "docs/ranking.md",
     "docs/platforms.md",
+    "docs/kernel-tuner.md",
 ]
 ALL_PAGES = sorted(["README.md", *(str(p.relative_to(REPO)) for p in REPO.glob("docs/*.md"))])
 BLOCK = re.compile(

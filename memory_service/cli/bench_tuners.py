@@ -50,6 +50,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--out", type=Path, default=Path("bench/results/tuners.json"), help="JSON result path"
     )
+    p.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        default=None,
+        help="instead of running: join results of disjoint task sets into --out",
+    )
     return p
 
 
@@ -59,6 +66,16 @@ def bench_tuners(ctx: typer.Context) -> None:
     from bench.tuners import run_tuners_bench
 
     args = parser().parse_args(ctx.args)
+    command = "tunemem bench tuners " + shlex.join(ctx.args)
+    if args.merge:
+        from bench.tuners import merge_results
+
+        try:
+            merge_results(list(args.merge), args.out, command)
+        except (OSError, ValueError, KeyError) as exc:
+            err.print(f"error: cannot merge: {exc}")
+            raise typer.Exit(2) from exc
+        return
     if any(b < 1 for b in args.budgets) or args.seeds < 1 or not 1 <= args.k <= 100:
         err.print("error: budgets and seeds must be positive, k between 1 and 100")
         raise typer.Exit(2)
@@ -74,7 +91,7 @@ def bench_tuners(ctx: typer.Context) -> None:
             strategies=list(args.strategies),
             k=args.k,
             source_budget=args.source_budget,
-            command="tunemem bench tuners " + shlex.join(ctx.args),
+            command=command,
         )
     except TaskDataError as exc:
         err.print(f"error: {exc}")
