@@ -15,18 +15,15 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from bench.service_driver import fresh_query, percentiles
 from bench.service_server import REPO_ROOT, ServerProcess
 from bench.service_store import SYNTHETIC_NOTE, build_store
 
@@ -34,11 +31,9 @@ from bench.service_store import SYNTHETIC_NOTE, build_store
 # ------------------------------------------------------------------ prepare (child process)
 def prepare_case(case: dict[str, Any]) -> dict[str, Any]:
     """Build the store of one case and time its floor; run in a child process (`_child`)."""
-    from memory_service.core.learning import LearningLoop
-    from memory_service.core.models import RetrieveRequest
+    from bench.service_floor import time_floor
     from memory_service.core.settings import Settings
     from memory_service.service import MemoryService
-    from retrieval.ranking import recall_size
 
     settings = Settings(**case["settings"])
     service = MemoryService(settings)
@@ -46,38 +41,10 @@ def prepare_case(case: dict[str, Any]) -> dict[str, Any]:
         build = build_store(
             service, case["size"], case["seed"], case["value_fraction"], distinct=case["distinct"]
         )
-        bare = service.embedder
-        while hasattr(bare, "inner"):  # past the query and disk caches: the model itself
-            bare = bare.inner
-        tenant = settings.tenant
-        n = 2 * recall_size(settings.ranking(k=3), service.index.count(tenant))
-        rng = random.Random(case["seed"] + 99)
-        bare.embed(["warm-up"])
-        embed_ms, index_ms, both_ms = [], [], []
-        for i in range(case["floor_queries"]):
-            request = RetrieveRequest(**fresh_query(rng, i, f"floor-{uuid.uuid4().hex[:6]}"))
-            chip, backend, _ = LearningLoop.resolve_context(request.context)
-            text = LearningLoop.query_text(request, chip, backend)
-            t0 = time.perf_counter()
-            vector = bare.embed([text])[0]
-            t1 = time.perf_counter()
-            service.index.query(vector, n, tenant)
-            t2 = time.perf_counter()
-            embed_ms.append(1000 * (t1 - t0))
-            index_ms.append(1000 * (t2 - t1))
-            both_ms.append(1000 * (t2 - t0))
+        floor = time_floor(service, case["seed"], case["floor_queries"])
     finally:
         service.close()
-    return {
-        "build": build,
-        "floor": {
-            "embedder": bare.name,
-            "index_query_n": n,
-            "embed_ms": percentiles(embed_ms),
-            "index_query_ms": percentiles(index_ms),
-            "embed_plus_query_ms": percentiles(both_ms),
-        },
-    }
+    return {"build": build, "floor": floor}
 
 
 def _child(function: str, argument: dict[str, Any]) -> Any:
@@ -123,6 +90,7 @@ def run_case(case: dict[str, Any], spec: dict[str, Any], workdir: Path) -> dict[
     )
     runs: list[dict[str, Any]] = []
     profile: dict[str, Any] = {"available": False, "reason": "not asked for (--profile-seconds 0)"}
+    gil_profile = dict(profile)
     try:
         seed = case["seed"] + 1
         for concurrency in spec["concurrency"]:
@@ -142,6 +110,12 @@ def run_case(case: dict[str, Any], spec: dict[str, Any], workdir: Path) -> dict[
             sampler = service_profile.start(server.process.pid, spec["profile_seconds"])
             _drive(server.url, "closed", 1, seed, spec, duration=spec["profile_seconds"])
             profile = service_profile.finish(sampler)
+            busiest = max(spec["concurrency"])
+            print(f"  GIL profile (py-spy --gil), concurrency {busiest}", file=sys.stderr)
+            sampler = service_profile.start(server.process.pid, spec["profile_seconds"], gil=True)
+            _drive(server.url, "closed", busiest, seed, spec, duration=spec["profile_seconds"])
+            gil_profile = service_profile.finish(sampler, seconds=spec["profile_seconds"])
+            gil_profile["concurrency"] = busiest
         memory = server.memory_mb()
     finally:
         server.stop()
@@ -155,6 +129,7 @@ def run_case(case: dict[str, Any], spec: dict[str, Any], workdir: Path) -> dict[
         **prepared,
         "runs": runs,
         "profile": profile,
+        "gil_profile": gil_profile,
         "server_memory": memory,
     }
 

@@ -32,6 +32,10 @@ AREAS = (
 # (operation, substring of a frame), matched from the leaf towards the root.
 OPERATIONS = (
     ("embedding", "core/embedder.py"),
+    ("embedding", "core/embedding_passes.py"),
+    ("embedding", "core/minilm_onnx.py"),
+    ("embedding", "core/minilm_torch.py"),
+    ("embedding", "onnxruntime/"),
     ("embedding", "sentence_transformers/"),
     ("embedding", "torch/"),
     ("index count", "Collection.count"),
@@ -91,21 +95,33 @@ def _py_spy() -> str | None:
     return str(beside) if beside.exists() else shutil.which("py-spy")
 
 
-def start(pid: int, seconds: float, rate: int = 100) -> subprocess.Popen[str] | str:
-    """Start `record` in the background (a process to `finish`), or say why it cannot run."""
+def start(
+    pid: int, seconds: float, rate: int = 100, gil: bool = False
+) -> subprocess.Popen[str] | str:
+    """Start `record` in the background (a process to `finish`), or say why it cannot run.
+
+    `gil`: sample only the thread that holds the interpreter lock (py-spy --gil), so the
+    busy samples over all samples taken are the share of the time the lock was held: under
+    concurrency, near 1 means the lock is what serialises requests.
+    """
     exe = _py_spy()
     if exe is None:
         return "py-spy is not installed (pip install py-spy)"
     out = Path(tempfile.mkdtemp(prefix="tunemem-profile-")) / "raw.txt"
     command = [exe, "record", "-p", str(pid), "-d", str(max(1, round(seconds))), "-r", str(rate)]
     command += ["--format", "raw", "-o", str(out), "--nonblocking", "--subprocesses"]
+    if gil:
+        command.append("--gil")
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     process.raw_path = out  # type: ignore[attr-defined]
     return process
 
 
-def finish(process: subprocess.Popen[str] | str, rate: int = 100) -> dict[str, Any]:
-    """The attribution of a background `start`, or why there is none."""
+def finish(
+    process: subprocess.Popen[str] | str, rate: int = 100, seconds: float | None = None
+) -> dict[str, Any]:
+    """The attribution of a background `start`, or why there is none; with `seconds`, also
+    the busy samples' share of the samples that `seconds` at `rate` hold (`busy_share`)."""
     if isinstance(process, str):
         return {"available": False, "reason": process}
     output, _ = process.communicate(timeout=120)
@@ -113,5 +129,7 @@ def finish(process: subprocess.Popen[str] | str, rate: int = 100) -> dict[str, A
     if process.returncode != 0 or not out.exists():
         return {"available": False, "reason": (output or "").strip()[-300:]}
     result = {"available": True, "rate_hz": rate, **attribute(out.read_text())}
+    if seconds:
+        result["busy_share"] = round(result["busy_samples"] / (rate * max(1, round(seconds))), 3)
     shutil.rmtree(out.parent, ignore_errors=True)
     return result

@@ -189,7 +189,7 @@ def build_store(
 
     def write_index(rows: list[dict], vectors: np.ndarray) -> None:
         t0 = time.perf_counter()
-        service.index.upsert(
+        service.vectors.upsert(
             [r["id"] for r in rows],
             vectors,
             [

@@ -50,6 +50,7 @@ from memory_service.core.settings import Settings
 from memory_service.core.store import Store
 from memory_service.core.suggest_models import SuggestRequest, SuggestResponse
 from memory_service.core.suggestions import Suggestions
+from memory_service.core.vector_models import ModelCheckedIndex, VectorModels
 
 
 class MemoryService:
@@ -65,7 +66,10 @@ class MemoryService:
         self.settings = settings or Settings()
         self.store = Store.open(self.settings)
         self.embedder = embedder or create_embedder(
-            self.settings.embedder, self.settings.embedding_model_path, self.settings.embed_threads
+            self.settings.embedder,
+            self.settings.embedding_model_path,
+            self.settings.embed_threads,
+            self.settings.model_cache,
         )
         cache_path = self.settings.resolved_embedding_cache()
         self._embedding_cache = EmbeddingCache(cache_path) if cache_path else None
@@ -78,7 +82,12 @@ class MemoryService:
             collection=self.settings.index_collection,
             generations=IndexPointers(self.store),
         )
-        parts = (self.store, self.index, self.embedder, self.settings)
+        # The parts see the index through the guard that holds them to the embedder that made
+        # each tenant's vectors; `self.index` stays the bare index (benchmarks, tests).
+        self.vectors = ModelCheckedIndex(
+            self.index, VectorModels(self.store), self.embedder.fingerprint
+        )
+        parts = (self.store, self.vectors, self.embedder, self.settings)
         evidence = Evidence()  # recorded spaces and claims, shared by lessons and learning
         self._lessons = Lessons(*parts, evidence=evidence)
         self._learning = LearningLoop(*parts, evidence=evidence)
@@ -218,7 +227,7 @@ class MemoryService:
         """Load a bundle written by `export` (idempotent); values are rebuilt from its log."""
         return bundles.import_bundle(
             self.store,
-            self.index,
+            self.vectors,
             self.embedder,
             self._maintenance.rebuild_in,
             path,
@@ -265,7 +274,10 @@ class MemoryService:
         tenant: str | None = None,
     ) -> int:
         """Rebuild the vector index of one tenant (None: every tenant) from SQL."""
-        return self._maintenance.reindex(batch_size, progress, tenant)
+        rebuilt = self._maintenance.reindex(batch_size, progress, tenant)
+        if tenant is None:
+            self.vectors.record_every_tenant()
+        return rebuilt
 
     def repair_index(self, tenant: str | None = None) -> dict[str, int]:
         """Make the vector index hold exactly SQL's active lessons (run on server start)."""

@@ -31,3 +31,9 @@ class Conflict(ServiceError):
 class InvalidInput(ServiceError):
     status = 422
     code = "invalid_input"
+
+
+class ReindexRequired(Conflict):
+    """The tenant's vectors were made by another embedder than the service's."""
+
+    code = "reindex_required"

@@ -167,3 +167,14 @@ class IndexPointer(SQLModel, table=True):
     tenant: str = Field(primary_key=True, max_length=64)
     generation: int = 0
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class VectorModel(SQLModel, table=True):
+    """Which embedder made a tenant's vectors (its fingerprint: model, weights, runtime).
+    Recorded by the first write of vectors and by every reindex; a service whose embedder
+    has another fingerprint refuses to compare or write that tenant's vectors until a
+    reindex with its own embedder replaces them."""
+
+    tenant: str = Field(primary_key=True, max_length=64)
+    model: str = Field(max_length=200)
+    updated_at: datetime = Field(default_factory=utcnow)

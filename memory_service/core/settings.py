@@ -24,9 +24,17 @@ class Settings(BaseSettings):
     index: str = Field("chroma", description="vector index kind: chroma | chroma-http | memory")
     index_url: str | None = Field(None, description="Chroma server URL for index=chroma-http")
     index_collection: str = Field("tunemem_lessons", description="Chroma collection name")
-    embedder: str = Field("minilm", description="embedder kind: minilm | hashing")
+    embedder: str = Field(
+        "minilm",
+        description="embedder kind: minilm (ONNX Runtime) | minilm-torch (PyTorch) | hashing",
+    )
     embedding_model_path: Path | None = Field(
         None, description="sentence-transformers model folder; default the bundled MiniLM"
+    )
+    model_cache: Path | None = Field(
+        None,
+        description="folder of the ONNX models exported from the weights at first use; "
+        "default ~/.cache/tunemem/models",
     )
     migrate_on_start: bool = Field(
         True,
@@ -35,7 +43,7 @@ class Settings(BaseSettings):
     embed_threads: int = Field(
         0,
         ge=0,
-        description="most torch threads of a MiniLM pass that runs alone (passes that overlap "
+        description="most threads of a MiniLM pass that runs alone (passes that overlap "
         "take one each); 0: every core",
     )
     embedding_cache: str = Field(
@@ -74,12 +82,12 @@ class Settings(BaseSettings):
         description="generalised values: the least weight any other chip's evidence gets",
     )
     claim_power: float = Field(
-        2.0,
+        0.0,
         ge=0.0,
         le=8.0,
         description="generalised values: how sharply a recorded space whose claims failed to"
-        " reproduce in reported outcomes loses weight (trust ** power; 0 = never); 2 chosen on"
-        " the development data's noisy-memory sweep",
+        " reproduce in reported outcomes loses weight (trust ** power; 0 = never, the default:"
+        " 2 helped on some of the development data's noisy cells and lost one)",
     )
     claim_kappa: float = Field(
         2.0,

@@ -12,6 +12,8 @@ from ingest.records import AttemptRecord, ContextSpec, RejectedRecord, TaskSpec,
 from kernels.sweep import write_trajectories
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
+# Files of other benchmarks beside the harness's own sweeps (tested below, each its own way).
+OTHER_BENCHMARKS = ("live-", "autotune-")
 
 
 def test_long_trajectories_are_detected_as_native(tmp_path):
@@ -31,7 +33,9 @@ def test_long_trajectories_are_detected_as_native(tmp_path):
 
 @pytest.mark.skipif(not (RESULTS / "h200").is_dir(), reason="no committed H200 results")
 def test_committed_h200_trajectories_read_cleanly():
-    files = sorted(p for p in (RESULTS / "h200").glob("*.jsonl") if not p.stem.startswith("live-"))
+    files = sorted(
+        p for p in (RESULTS / "h200").glob("*.jsonl") if not p.stem.startswith(OTHER_BENCHMARKS)
+    )
     assert {f.stem for f in files} == {"softmax", "rmsnorm", "gemm", "attention"}
     for path in files:
         assert path.stat().st_size < 2 * 1024 * 1024
@@ -48,7 +52,7 @@ def test_committed_report_rows_match_their_trajectories():
     report = json.loads((RESULTS / "kernels.json").read_text())
     best = {}
     for path in sorted((RESULTS / "h200").glob("*.jsonl")):
-        if path.stem.startswith("live-"):
+        if path.stem.startswith(OTHER_BENCHMARKS):
             continue
         for record in native.read(path):
             medians = [a.metrics["latency_median_ms"] for a in record.attempts if a.feasible]
@@ -99,3 +103,33 @@ def test_live_benchmark_trajectories_ingest_cleanly(tmp_path):
         service.close()
     assert summary.rejected == 0 and summary.added == len(records)
     assert again.added == 0  # idempotent: the same trajectories are not stored twice
+
+
+AUTOTUNE = (
+    sorted((RESULTS / "h200").glob("autotune-*.jsonl")) if (RESULTS / "h200").is_dir() else []
+)
+
+
+@pytest.mark.skipif(not AUTOTUNE, reason="no committed autotune benchmark trajectories")
+def test_autotune_benchmark_trajectories_ingest_cleanly(tmp_path):
+    from memory_service.core.settings import Settings
+    from memory_service.service import MemoryService
+
+    records = []
+    for path in AUTOTUNE:
+        found = list(native.read(path))
+        assert found and not any(isinstance(r, RejectedRecord) for r in found)
+        for record in found:
+            assert record.context.chip == "h200" and not record.synthetic
+            assert record.evidence["role"] in ("drop-in", "full_autotune")
+            assert any(a.feasible and a.latency_ms for a in record.attempts)
+        records += found
+    dropped_in = [r for r in records if r.evidence["role"] == "drop-in"]
+    assert dropped_in and all(r.context.toolchain["triton"] for r in dropped_in)
+    assert all(len(r.attempts) < r.evidence["given_configs"] for r in dropped_in)
+    service = MemoryService(Settings(data_dir=tmp_path, index="memory", embedder="hashing"))
+    try:
+        summary = service.ingest(records)
+    finally:
+        service.close()
+    assert summary.rejected == 0 and summary.added == len(records)
