@@ -6,6 +6,12 @@ COPY . .
 # The CPU build of torch first, so the install does not pull a CUDA build.
 RUN pip install --no-cache-dir torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \
     && pip install --no-cache-dir '.[server]'
-ENV HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+ENV HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false \
+    TUNEMEM_MODEL_CACHE=/opt/tunemem/models
+# The default embedder's ONNX graph, exported from the bundled weights at build, so no worker
+# exports it at its first start.
+RUN python -c "from memory_service.core.embedder import create_embedder; \
+from memory_service.core.settings import Settings; s = Settings(); \
+create_embedder(s.embedder, s.embedding_model_path, s.embed_threads, s.model_cache)"
 EXPOSE 8000
 CMD ["tunemem", "serve", "--host", "0.0.0.0", "--port", "8000"]

@@ -49,9 +49,8 @@ ARMS: dict[str, dict[str, Any] | None] = {
     "generalised": {"lam": 0.5, "k_recall": 60, "values": "generalised", "value_floor": 0.1},
     "exemplars": {},
     "default": {},
-    # the service's defaults without weighing recorded claims by how well they reproduced
-    # (the noisy-memory sweep's `default`, before claim_power 2 became the default)
-    "claims_off": {"claim_power": 0.0},
+    # the service's defaults with recorded claims weighed by how well outcomes reproduced them
+    "trust": {"claim_power": 2.0},
 }
 # The proposer of each arm's scored runs: `default` is what a user's agent gets, the service's
 # own search through POST /v1/suggest (exemplars first, then its performance model);

@@ -58,7 +58,7 @@ def bench_learning(
         list[str] | None,
         typer.Option(
             help="arms to run (repeatable): random, similarity, value, value_backoff,"
-            " generalised, claims_off, exemplars, default (the service's search with its"
+            " generalised, trust, exemplars, default (the service's search with its"
             " performance model); all by default"
         ),
     ] = None,

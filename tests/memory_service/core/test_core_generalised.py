@@ -109,7 +109,7 @@ def test_the_default_ranking_is_generalised(make_service) -> None:
     assert response.settings["values"] == "generalised"
     assert response.settings["value_floor"] == 0.1
     assert response.settings["affinity_floor"] == 0.1
-    assert response.settings["claim_power"] == 2.0 and response.settings["claim_kappa"] == 2.0
+    assert response.settings["claim_power"] == 0.0 and response.settings["claim_kappa"] == 2.0
     assert any("recorded:chip:a100" in x.breakdown.value_terms for x in response.lessons)
 
 
