@@ -126,23 +126,29 @@ class Evidence:
 
     def spaces(self, session: Session, tenant: str) -> list[RecordedSpace]:
         """Every stored trajectory of the tenant with a feasible timed attempt, as a space."""
-        rows = session.execute(
-            sa_select(
-                col(Trajectory.id), col(Trajectory.chip), col(Trajectory.op), col(Trajectory.task)
-            ).where(col(Trajectory.tenant) == tenant)
-        ).all()
-        out = []
-        for trajectory_id, chip, op, task in rows:
-            with self._lock:
-                known = trajectory_id in self._spaces
-            if not known:
+        # Ids first: a known trajectory's task JSON is not read (nor decoded) again.
+        ids = (
+            session.execute(sa_select(col(Trajectory.id)).where(col(Trajectory.tenant) == tenant))
+            .scalars()
+            .all()
+        )
+        with self._lock:
+            unknown = [tid for tid in ids if tid not in self._spaces]
+        for start in range(0, len(unknown), 500):
+            for trajectory_id, chip, op, task in session.execute(
+                sa_select(
+                    col(Trajectory.id),
+                    col(Trajectory.chip),
+                    col(Trajectory.op),
+                    col(Trajectory.task),
+                ).where(col(Trajectory.id).in_(unknown[start : start + 500]))
+            ):
                 loaded = _load_space(session, trajectory_id, chip, op, task)
                 with self._lock:
                     self._spaces[trajectory_id] = loaded
-            space = self._spaces[trajectory_id]
-            if space is not None:
-                out.append(space)
-        return out
+        with self._lock:
+            found = [self._spaces.get(tid) for tid in ids]
+        return [space for space in found if space is not None]
 
     def reaches(self, session: Session, tenant: str) -> _Reaches:
         """Reaches of the tenant's configuration lessons on its recorded spaces (cached)."""

@@ -117,3 +117,48 @@ def test_bench_tuners_command_writes_json_markdown_and_plot(synthetic_caches: Pa
     assert out.with_suffix(".png").stat().st_size > 0
     bad = CliRunner().invoke(app, ["bench", "tuners", "--budgets", "0", "--out", str(out)])
     assert bad.exit_code == 2
+
+
+def test_merge_joins_task_sets_and_refuses_other_settings(tmp_path: Path):
+    from bench.tuners import merge_results
+
+    def part(name: str, seeds: int, fraction: float) -> Path:
+        arm = {
+            "fraction_at": {"5": {"mean": fraction, "std": 0.0}},
+            "evals_to": {
+                "90": {"median": 3, "reached": 1, "of": 1},
+                "95": {"median": None, "reached": 0, "of": 1},
+            },
+            "score": fraction,
+        }
+        result = {
+            "command": f"run {name}",
+            "machine": {"cpu": "test", "cores": 1},
+            "settings": {
+                "budgets": [5],
+                "seeds": seeds,
+                "k": 5,
+                "source_budget": 5,
+                "strategies": ["tunemem"],
+                "sources": [],
+                "caches": [name],
+                "failed_configurations": "-",
+                "score": "-",
+            },
+            "tasks": {name: {"random_exact": {"5": 0.5}, "arms": {"tunemem": arm}}},
+            "warnings": [],
+            "wall_s": 1.0,
+        }
+        path = tmp_path / f"{name}-{seeds}.json"
+        path.write_text(json.dumps(result))
+        return path
+
+    out = tmp_path / "merged.json"
+    merged = merge_results([part("a", 1, 0.6), part("b", 1, 0.8)], out, "merge")
+    assert set(merged["tasks"]) == {"a", "b"}
+    assert merged["summary"]["tunemem"]["5"] == pytest.approx(0.7)
+    assert merged["summary"]["tunemem"]["evals_to_90"] == 3
+    assert merged["summary"]["tunemem"]["evals_to_95"] is None
+    assert out.with_suffix(".md").exists() and out.with_suffix(".png").exists()
+    with pytest.raises(ValueError):
+        merge_results([part("a", 1, 0.6), part("c", 2, 0.8)], tmp_path / "x.json", "merge")
