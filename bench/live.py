@@ -28,6 +28,7 @@ from typing import Any
 from bench.live_markdown import render_markdown
 from bench.live_memory import (
     ARMS,
+    PROPOSERS,
     SERVICE_SETTINGS,
     WIDEN_K,
     MemoryPool,
@@ -174,9 +175,14 @@ class LiveBench:
                 seed=self.args.seed,
             )
         with MemoryClient(url) as client:
+            proposer = (
+                create_proposer("suggest", client=client, options=ARMS[arm])
+                if PROPOSERS.get(arm) == "suggest"
+                else create_proposer("structured")
+            )
             return run_graph(
                 runner,
-                create_proposer("structured"),
+                proposer,
                 client,
                 self.args.budget,
                 run_id=run_id,
@@ -237,10 +243,10 @@ class LiveBench:
         from kernels.catalogue import get_task
 
         task = get_task(name)
-        live_swept = name not in self.sweeps or all(
-            r.evidence.get("live_reference") for r in self.sweeps[name].values()
-        )
-        if name not in self.sweeps:
+        # A task swept live in this run is its own reference; one swept before (the harness's
+        # sweeps, or an earlier run's live sweeps) has its held-out shape re-swept now.
+        live_swept = name not in self.sweeps
+        if live_swept:
             self.live_sweeps(task, deadline)
         specs, plan = self.memory_plan(task, name)
         # By default memories are prepared ahead, overlapping the GPU work. Quiet timing
@@ -284,10 +290,11 @@ class LiveBench:
             "command": self.args.command,
             "machine": self.machine(),
             "service": (
-                f"fresh embedded store per memory, index {SERVICE_SETTINGS['index']}, embedder "
-                f"{SERVICE_SETTINGS['embedder']} (MiniLM and chromadb not carried to the GPU "
-                "machine), served over HTTP on localhost"
+                f"fresh embedded store per memory, index {SERVICE_SETTINGS['index']} (chromadb "
+                f"is not on the GPU machine), embedder {self.args.embedder}, the service's "
+                "default ranking and suggest settings otherwise, served over HTTP on localhost"
             ),
+            "proposers": {a: PROPOSERS.get(a, "structured") for a in self.args.arms},
             "budget": self.args.budget,
             "k": self.args.k,
             "arms": {a: ARMS[a] for a in self.args.arms},
@@ -333,6 +340,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--budget-s", type=float, default=540.0, help="wall-clock budget")
     p.add_argument("--workers", type=int, default=6, help="memories prepared at once")
     p.add_argument("--k", type=int, default=3)
+    p.add_argument(
+        "--embedder",
+        default="minilm",
+        help="the memories' embedder: minilm (the service's default) or hashing (no weights)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-resweep", dest="resweep", action="store_false")
     p.add_argument(

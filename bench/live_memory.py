@@ -1,7 +1,8 @@
 """Memories for the live benchmark, prepared in worker processes while the GPU works.
 
-Each memory is a fresh service (embedded store, in-memory index, hashing embedder) behind its
-own HTTP server in a spawned process. It ingests the source sweeps; for the value arms the agent
+Each memory is a fresh service (embedded store, in-memory index, the embedder the run names:
+MiniLM on ONNX Runtime by default, as the service's own default) behind its own HTTP server in
+a spawned process. It ingests the source sweeps; for the value arms the agent
 then tunes every source shape in replay (the recorded sweep played back, no GPU), with that
 shape's own lessons hidden, so lessons gather values about how they carry over from one shape
 to another before the held-out shape is tuned live. The main process reaches each memory over
@@ -22,12 +23,15 @@ from typing import Any
 
 from ingest.records import TrajectoryRecord
 
-# index=memory: exact cosine over the small lesson set; dedup_threshold=1.0: the exemplars of
-# one sweep differ only in their numbers and must not be merged as near-duplicates.
+# index=memory: exact cosine over the small lesson set (chromadb is not on the GPU machine);
+# dedup_threshold=1.0: the exemplars of one sweep differ only in their numbers and must not be
+# merged as near-duplicates; model_wait_s: a suggest waits for the performance model trained on
+# what was just ingested, so a run does not depend on how fast the worker trains (a user's
+# service never waits). The embedder is the run's (`--embedder`), MiniLM by default.
 SERVICE_SETTINGS: dict[str, Any] = {
     "index": "memory",
-    "embedder": "hashing",
     "dedup_threshold": 1.0,
+    "model_wait_s": 300.0,
 }
 WIDEN_K = 30
 # Ranking overrides per arm (the service's own defaults otherwise); None = no memory.
@@ -35,7 +39,14 @@ ARMS: dict[str, dict[str, Any] | None] = {
     "random": None,
     "similarity": {"lam": 0.0, "exploration_c": 0.0, "k_recall": 60},
     "value_backoff": {"lam": 0.5, "backoff": True, "k_recall": 60},
+    "default": {},
 }
+# The proposer of each arm's live runs: `default` is what a user's agent gets, the service's own
+# search through POST /v1/suggest (the memory's exemplars, then its performance model refit to
+# the run's outcomes); the others are the structured proposer over the arm's ranking. Replays of
+# source shapes always use the structured proposer: they hide the source's own lessons, which
+# the service's search cannot.
+PROPOSERS: dict[str, str] = {"default": "suggest"}
 PREP_TIMEOUT_S = 600.0
 
 
@@ -71,6 +82,7 @@ class MemorySpec:
     budget: int = 10
     k: int = 3
     seed: int = 0
+    settings: dict[str, Any] = field(default_factory=lambda: dict(SERVICE_SETTINGS))
 
 
 def plan_memories(
@@ -116,6 +128,7 @@ def plan_memories(
                         args.budget,
                         args.k,
                         args.seed,
+                        {**SERVICE_SETTINGS, "embedder": args.embedder},
                     )
                 )
                 plan[case].append((setting, arm, key))
@@ -163,7 +176,7 @@ def _serve(spec: MemorySpec, conn: Connection) -> None:
     started = time.monotonic()
     live = None
     try:
-        live = LiveService(SERVICE_SETTINGS)
+        live = LiveService(spec.settings)
         summary = live.service.ingest(list(spec.sources))
         replayed = replay_sources(spec, live.url) if spec.replay else 0
         conn.send(

@@ -228,6 +228,11 @@ def goals(summary: dict[str, Any], budget: int) -> dict[str, Any]:
             "measured": ratio,
             "met": ratio is not None and ratio <= 0.1,
         }
+    for setting in ("same_task", "all_tasks"):
+        model = summary.get(f"{setting}/default")
+        if model:
+            at5 = model["fraction_at"]["5"]
+            out[f"{setting}_default_reaches_0.97_within_5"] = {"measured": at5, "met": at5 >= 0.97}
     if vb and sim:
         worse = [
             i + 1

@@ -16,6 +16,7 @@ from memory_service.cli.common import (
     clip,
     console,
     emit_json,
+    err,
     fail,
     open_service,
     run_guarded,
@@ -98,7 +99,7 @@ def suggest(
             f"  chip {result.chip or '-'}"
         )
         for warning in result.warnings:
-            console.print(f"[yellow]note:[/yellow] {warning}")
+            err.print(f"[yellow]warning:[/yellow] {warning}")
         table = Table("#", "source", "configuration", "lessons (value, scope, n)", "why")
         for i, item in enumerate(result.suggestions, 1):
             config = ", ".join(f"{name}={value}" for name, value in item.config.items())

@@ -78,8 +78,13 @@ def write_retrieval(store: Store, row: dict[str, Any]) -> None:
 
 
 def own_lessons(session: Session, lesson_ids: list[str], tenant: str) -> set[str]:
-    """Those of `lesson_ids` that are the tenant's own: the only lessons an outcome credits."""
-    rows = session.exec(
-        select(Lesson.id).where(col(Lesson.id).in_(lesson_ids), Lesson.tenant == tenant)
-    )
-    return set(rows.all())
+    """Those of `lesson_ids` that are the tenant's own: the only lessons an outcome credits.
+
+    The tenant is compared here, not in SQL: with both conditions SQLite's planner (no
+    statistics) looks rows up by the tenant index and reads every lesson of the tenant
+    (73 ms a report at 100k lessons) instead of a few by primary key.
+    """
+    if not lesson_ids:
+        return set()
+    rows = session.exec(select(Lesson.id, Lesson.tenant).where(col(Lesson.id).in_(lesson_ids)))
+    return {lid for lid, owner in rows if owner == tenant}

@@ -15,13 +15,11 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import col, select
 
 import platforms
-from ingest.records import stable_hash
-from memory_service.core import candidates, ids
 from memory_service.core.candidates import gating_conditions, write_retrieval
 from memory_service.core.context_notes import context_warnings
 from memory_service.core.embedder import Embedder
 from memory_service.core.errors import InvalidInput
-from memory_service.core.estimates import ranking_of, value_estimates
+from memory_service.core.estimates import value_estimates
 from memory_service.core.evidence import Evidence
 from memory_service.core.index import VectorIndex
 from memory_service.core.lessons import get_row, value_rows
@@ -37,14 +35,13 @@ from memory_service.core.models import (
     RetrieveRequest,
     RetrieveResponse,
     TaskIn,
-    ValueNow,
 )
-from memory_service.core.schema import Lesson, Outcome, Retrieval, utcnow
+from memory_service.core.reports import answer, record_outcome, task_key
+from memory_service.core.schema import Lesson, Outcome, utcnow
 from memory_service.core.settings import Settings
 from memory_service.core.store import Store
-from memory_service.core.toolchains import QueryToolchains, record_evidence
+from memory_service.core.toolchains import QueryToolchains
 from memory_service.core.transfer_text import transfer_fields
-from memory_service.core.values import apply_reward, compute_reward
 from retrieval.gating import Query, gate
 from retrieval.query import query_text
 from retrieval.ranking import Candidate, rank, recall_size
@@ -92,9 +89,7 @@ class LearningLoop:
 
     @staticmethod
     def task_key(task: TaskIn) -> str:
-        return stable_hash(
-            {"op": task.op, "kernel": task.kernel, "signature": task.signature, "dtype": task.dtype}
-        )
+        return task_key(task)
 
     @staticmethod
     def query_text(request: RetrieveRequest, chip: str | None, backend: str | None) -> str:
@@ -219,6 +214,11 @@ class LearningLoop:
     ) -> ReportResponse:
         """Record an outcome, reward the credited lessons in every scope, return new values.
 
+        The write (outcome row, value rows) holds the store's write lock; the values in the
+        answer are estimated after the commit, outside it, so a slow estimate never holds up
+        another writer. A duplicate (same idempotency key) answers with the first report's
+        outcome id and rewards and the lessons' values as they are now.
+
         With several API workers on one PostgreSQL store, two reports may race to create the
         same value row; the loser's transaction rolls back whole and is retried.
         """
@@ -227,148 +227,18 @@ class LearningLoop:
                 "Idempotency-Key must not be empty; leave the header out to report without one",
                 code="invalid_idempotency_key",
             )
+        tenant = tenant or self.settings.tenant
         for attempt in range(5):
             try:
-                return self._report_once(request, idempotency_key=idempotency_key, tenant=tenant)
+                recorded = record_outcome(
+                    self.store, self.settings, request, idempotency_key, tenant
+                )
+                break
             except (IntegrityError, OperationalError):
                 if attempt == 4:
                     raise
                 time.sleep(0.01 * (2**attempt))
-        raise AssertionError("unreachable")
-
-    def _report_once(
-        self,
-        request: ReportRequest,
-        *,
-        idempotency_key: str | None = None,
-        tenant: str | None = None,
-    ) -> ReportResponse:
-        tenant = tenant or self.settings.tenant
-        with self.store.write_lock, self.store.session() as session:
-            retrieval = ids.find(
-                session,
-                Retrieval,
-                request.retrieval_id,
-                tenant,
-                what="retrieval",
-                code="retrieval_not_found",
-            )
-            if idempotency_key:
-                previous = session.exec(
-                    select(Outcome).where(
-                        Outcome.tenant == tenant, Outcome.idempotency_key == idempotency_key
-                    )
-                ).first()
-                if previous is not None:
-                    if previous.retrieval_id != retrieval.id:
-                        raise InvalidInput(
-                            "idempotency key already used for another retrieval",
-                            code="idempotency_key_reused",
-                        )
-                    return ReportResponse(**{**previous.response, "duplicate": True})
-            returned = [r["id"] for r in retrieval.results]
-            used = list(dict.fromkeys(request.used)) if request.used is not None else returned
-            own = candidates.own_lessons(session, used, tenant)  # whatever a retrieval row says
-            unknown = [lid for lid in used if lid not in returned or lid not in own]
-            if unknown:
-                raise InvalidInput(
-                    f"lessons not returned by retrieval {retrieval.id}: {', '.join(unknown)}",
-                    code="lesson_not_in_retrieval",
-                )
-            outcome = request.outcome
-            task = TaskIn(**retrieval.task)
-            task_key = self.task_key(task)
-            now = utcnow()
-            reward = compute_reward(
-                session,
-                tenant,
-                retrieval.stage,
-                task_key,
-                outcome.compiled,
-                outcome.correct,
-                outcome.error,
-                outcome.latency_ms,
-                outcome.best_before_ms,
-                self.settings.reward_min_count,
-            )
-            apply_reward(
-                session,
-                used,
-                retrieval.stage,
-                retrieval.scope_chain,
-                reward,
-                self.settings.alpha,
-                self.settings.q0,
-                now,
-            )
-            record_evidence(
-                session, used, retrieval.stage, retrieval.scope_chain, retrieval.context, now
-            )
-            session.flush()
-            context = retrieval.context or {}
-            toolchains = (
-                QueryToolchains(
-                    session,
-                    used,
-                    retrieval.stage,
-                    retrieval.scope_chain,
-                    context["toolchain"],
-                    context.get("backend"),
-                    self.settings.toolchain_policy(),
-                )
-                if context.get("toolchain")
-                else None
-            )
-            estimates = value_estimates(
-                self.evidence,
-                session,
-                tenant,
-                used,
-                retrieval.stage,
-                context.get("chip_id"),
-                retrieval.scope_chain,
-                ranking_of(self.settings, retrieval),
-                toolchains,
-            )
-            row = Outcome(
-                tenant=tenant,
-                retrieval_id=retrieval.id,
-                lessons=used,
-                stage=retrieval.stage,
-                task_key=task_key,
-                scope_chain=retrieval.scope_chain,
-                compiled=outcome.compiled,
-                correct=outcome.correct,
-                latency_ms=outcome.latency_ms,
-                best_before_ms=outcome.best_before_ms,
-                error=outcome.error,
-                reward=reward,
-                reporter=request.reporter,
-                idempotency_key=idempotency_key,
-                created_at=now,
-            )
-            session.add(row)
-            session.flush()
-            response = ReportResponse(
-                outcome_id=row.id or 0,
-                reward=reward,
-                rewards={lid: reward for lid in used},
-                values={
-                    lid: ValueNow(
-                        stage=retrieval.stage,  # type: ignore[arg-type]
-                        value=est.value,
-                        value_scope=est.scope,
-                        n=est.n_local,
-                        ci_low=est.ci_low,
-                        ci_high=est.ci_high,
-                    )
-                    for lid, est in estimates.items()
-                },
-            )
-            row.response = response.model_dump(mode="json")
-            session.add(row)
-            session.commit()
-            return response
+        return answer(self.store, self.evidence, self.settings, recorded, tenant)
 
     def lesson_history(self, lesson_id: str, *, tenant: str | None = None) -> LessonHistory:
         """The outcomes that credited a lesson, oldest first, and its values per scope."""

@@ -42,10 +42,14 @@ ModelFactory = Callable[[SuggestRequest, str | None, str | None], ModelProposer 
 
 
 def query_text(request: SuggestRequest, stage: str) -> str:
-    """The retrieval's free text, worded as the agent words its own."""
+    """The retrieval's free text, worded exactly as the agent words its own retrieval
+    (`agent_client.graph.query_text`), so that a run through suggest opens with the exemplars
+    the agent's own ranking puts first (the text moves the similarity, hence the order)."""
     goal = "a first configuration that works" if stage == "draft" else "a faster configuration"
-    what = " ".join(x for x in (request.task.op, request.task.kernel) if x) or "a"
-    return f"Tune the {what} kernel: {goal}. Parameters: {', '.join(request.space.params)}."
+    what = request.task.op or request.task.kernel or "a"
+    chip, backend = request.context.chip, request.context.backend
+    where = f" on {chip} ({backend})" if chip and backend else f" on {chip}" if chip else ""
+    return f"Tune the {what} kernel{where}: {goal}. Parameters: {', '.join(request.space.params)}."
 
 
 def hinted(lesson: RetrievedLesson) -> HintedLesson:

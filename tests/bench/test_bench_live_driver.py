@@ -99,3 +99,45 @@ def test_driver_writes_a_scored_report_and_ingestible_trajectories(
     records = list(native.read(out / "live-softmax.jsonl"))
     roles = sorted(r.evidence["role"] for r in records)
     assert roles == ["agent"] * 4 + ["sweep"] * 2
+
+
+@pytest.mark.skipif(not (SWEEPS / "gemm.jsonl").is_file(), reason="no committed H200 sweeps")
+def test_default_arm_tunes_through_the_services_suggest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The `default` arm's agent asks POST /v1/suggest: its attempts come from the service's
+    search (exemplars, then the performance model once the run has outcomes), never repeat a
+    configuration, and the report checks the decode-attention goal on it."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(
+        torch.cuda,
+        "get_device_properties",
+        lambda *a: types.SimpleNamespace(multi_processor_count=132),
+    )
+    monkeypatch.setattr(
+        live.LiveBench, "runner", lambda self, task, case: RecordedRunner(task, case)
+    )
+    out = tmp_path / "out"
+    code = live.main(
+        [
+            *("--tasks", "gemm", "--shapes", "1", "--budget", "6", "--workers", "1"),
+            *("--arms", "default", "--settings", "same_task", "--embedder", "hashing"),
+            *("--out", str(out), "--trajectories", str(out)),
+        ]
+    )
+    assert code == 0
+    report = json.loads((out / "live.json").read_text())
+    assert report["proposers"] == {"default": "suggest"}
+    (entry,) = report["shapes"]
+    attempts = entry["runs"]["same_task/default"]["attempts"]
+    assert len(attempts) == 6
+    origins = [a["origin"] for a in attempts]
+    assert origins[0].startswith("exemplar:")
+    assert all(o.split(":")[0] in {"exemplar", "model", "search", "preference"} for o in origins)
+    configs = [json.dumps(a["config"], sort_keys=True) for a in attempts]
+    assert len(set(configs)) == len(configs)
+    assert "same_task_default_reaches_0.97_within_5" in report["goals_all_shapes"]

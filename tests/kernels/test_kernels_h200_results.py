@@ -133,3 +133,43 @@ def test_autotune_benchmark_trajectories_ingest_cleanly(tmp_path):
     finally:
         service.close()
     assert summary.rejected == 0 and summary.added == len(records)
+
+
+MODEL_LIVE = (
+    sorted((RESULTS / "h200" / "model").glob("live-decode_attention*.jsonl"))
+    if (RESULTS / "h200" / "model").is_dir()
+    else []
+)
+
+
+@pytest.mark.skipif(not MODEL_LIVE, reason="no committed live run of the default arm")
+@pytest.mark.parametrize("path", MODEL_LIVE, ids=[p.stem for p in MODEL_LIVE])
+def test_live_default_arm_trajectories_come_from_the_services_search(tmp_path, path):
+    """The live decode-attention run of the `default` arm (the agent on POST /v1/suggest): its
+    runs ingest cleanly, each held-out shape was re-swept and tuned by every arm, and the
+    default arm's attempts after its first outcomes come from the performance model."""
+    from memory_service.core.settings import Settings
+    from memory_service.service import MemoryService
+
+    records = list(native.read(path))
+    assert records and not any(isinstance(r, RejectedRecord) for r in records)
+    agents = [r for r in records if r.evidence["role"] == "agent"]
+    sweeps = [r for r in records if r.evidence["role"] == "sweep"]
+    assert {r.evidence["arm"] for r in agents} == {
+        "random",
+        "similarity",
+        "value_backoff",
+        "default",
+    }
+    held_out = {r.evidence["held_out"] for r in sweeps}
+    assert len(held_out) == 6 and {r.evidence["held_out"] for r in agents} == held_out
+    default = [r for r in agents if r.evidence["arm"] == "default"]
+    for record in default:
+        origins = record.evidence["origins"]
+        assert origins[0].startswith("exemplar") and "model" in origins
+    service = MemoryService(Settings(data_dir=tmp_path, index="memory", embedder="hashing"))
+    try:
+        summary = service.ingest(records)
+    finally:
+        service.close()
+    assert summary.rejected == 0 and summary.added == len(records)

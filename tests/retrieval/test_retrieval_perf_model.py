@@ -84,6 +84,25 @@ def test_finds_an_optimum_no_remembered_configuration_holds(model) -> None:  # t
     assert target in [key for key, _ in observations]
 
 
+def test_finds_the_optimum_of_a_chip_unlike_every_stored_one(model) -> None:  # type: ignore[no-untyped-def]
+    # SYNTHETIC chip-u: fastest at the largest block and the smallest tile, where both stored
+    # chips are slow, and unrolling hurts it where it helps them.
+    CHIPS["chip-u"] = (5.0, 0.0, -0.2, 1.0)
+    try:
+        target = optimum("chip-u")
+        assert target not in set(top_configs("chip-a", 20) + top_configs("chip-b", 20))
+        observations: list[tuple[tuple[object, ...], float | None]] = []
+        for _ in range(25):  # random search needs about 87 of the 174 valid ones on average
+            posterior = fit_posterior(
+                model, observations, {"chip-a": 0.5, "chip-b": 0.5}, allowed=VALUES
+            )
+            (suggestion,) = posterior.suggest(1)
+            observations.append((suggestion.key, synthetic_latency("chip-u", suggestion.key)))
+        assert target in [key for key, _ in observations]
+    finally:
+        del CHIPS["chip-u"]
+
+
 def test_search_never_repeats_and_stays_valid(model) -> None:  # type: ignore[no-untyped-def]
     observations = run(model, 40)
     keys = [key for key, _ in observations]

@@ -100,3 +100,19 @@ def test_mcp_suggest_tool(service):
             assert bad.is_error and "invalid_input" in " ".join(b.text for b in bad.content)
 
     anyio.run(main)
+
+
+def test_suggest_command_warns_on_stderr_like_retrieve(tmp_path: Path):
+    """An unknown chip is a warning on stderr, as `tunemem retrieve` prints it, so that the
+    table (or --json) on stdout stays clean."""
+    data = ["--data-dir", str(tmp_path / "store")]
+    runs = tmp_path / "runs.jsonl"
+    write_native([synthetic_run()], runs)
+    assert runner.invoke(app, ["ingest", str(runs), "--quiet", *data]).exit_code == 0
+    args = ["--op", "softmax", "--chip", "Quasar-9000", "--backend", "cuda", *data]
+    got = runner.invoke(app, ["suggest", "--space", json.dumps(SPACE), *args])
+    assert got.exit_code == 0, got.output
+    assert "warning:" in got.stderr and "unknown chip" in got.stderr
+    assert "unknown chip" not in got.stdout
+    retrieved = runner.invoke(app, ["retrieve", "--query", "softmax block size", *args])
+    assert retrieved.exit_code == 0 and "warning:" in retrieved.stderr

@@ -12,6 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
+from agent_client.graph import query_text as agent_query_text
 from memory_service.core.auth import create_key
 from memory_service.http.app import create_app
 
@@ -96,6 +97,28 @@ def test_suggestions_follow_the_contract_and_credit_reported_outcomes(filled: Te
     assert set(answer.json()["rewards"]) == set(used)
     history = filled.get(f"/v1/lessons/{used[0]}/history").json()
     assert [o["retrieval_id"] for o in history["outcomes"]] == [body["retrieval_id"]]
+
+
+def test_the_draft_opens_with_the_exemplars_the_agents_own_retrieval_ranks_first(
+    filled: TestClient,
+):
+    """A run through suggest starts where the agent's structured proposer would: the retrieval
+    behind suggest is worded as the agent words its own, so the exemplars come in that order."""
+    context = {"chip": "mi250x", "backend": "hip"}
+    body = filled.post("/v1/suggest", json=suggest_body(context=context, k=5)).json()
+    agent_query = agent_query_text({"op": TASK["op"], **context}, "draft", list(SPACE))
+    retrieved = filled.post(
+        "/v1/retrieve",
+        json={"task": TASK, "context": context, "stage": "draft", "k": 10, "query": agent_query},
+    ).json()
+    exemplar_configs = []
+    for lesson in retrieved["lessons"]:
+        config = (lesson.get("hint") or {}).get("config")
+        if isinstance(config, dict) and config not in exemplar_configs:
+            exemplar_configs.append(config)
+    suggested = [item["config"] for item in body["suggestions"] if item["source"] == "exemplar"]
+    assert suggested and suggested == exemplar_configs[: len(suggested)]
+    assert body["suggestions"][0]["config"] == {"BLOCK": 512, "WARPS": 8}  # mi250x's own best
 
 
 def test_observed_configurations_are_never_suggested_again(filled: TestClient):
