@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import func
 from sqlalchemy import select as sa_select
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col
 
 from memory_service.core.schema import Attempt, Lesson, LessonValue, Outcome, Retrieval, Trajectory
 from memory_service.core.value_models import ClaimsPublic
@@ -315,15 +315,21 @@ class Evidence:
         evidence = self.reaches(session, tenant)
         stats: dict[str, dict[str, ScopeStats]] = {lid: {} for lid in lesson_ids}
         if lesson_ids:
-            for row in session.exec(
-                select(LessonValue).where(
+            # Columns, not ORM rows: a retrieve reads these for every candidate.
+            for lesson_id, scope, n, q, sumsq in session.execute(
+                sa_select(
+                    col(LessonValue.lesson_id),
+                    col(LessonValue.scope),
+                    col(LessonValue.n),
+                    col(LessonValue.q),
+                    col(LessonValue.sumsq),
+                ).where(
                     col(LessonValue.lesson_id).in_(list(lesson_ids)),
-                    LessonValue.stage == stage,
+                    col(LessonValue.stage) == stage,
                     col(LessonValue.scope).startswith(CHIP_PREFIX),
                 )
             ):
-                chip = row.scope[len(CHIP_PREFIX) :]
-                stats[row.lesson_id][chip] = ScopeStats(row.n, row.q, row.sumsq)
+                stats[lesson_id][scope[len(CHIP_PREFIX) :]] = ScopeStats(n, q, sumsq)
         sources = {
             lid: evidence.lessons[lid].source_chip if lid in evidence.lessons else None
             for lid in lesson_ids
