@@ -44,8 +44,9 @@ INTERVAL_Z = 1.645  # a 90% interval
 # Ridge penalty of the residual's linear trend. A weak one (1) lets a few early outcomes tilt
 # the trend so far that the search stays near the stored chips' good region (convolution on
 # the A100, development data: 0.679 of the optimum after 100 attempts in the offline replay);
-# no trend at all is slow on smooth spaces (the labelled-synthetic tests); 10 reaches 0.886
-# there by 50 attempts and keeps the synthetic searches as fast (docs/ranking.md).
+# no trend at all is slow on smooth spaces (the labelled-synthetic tests: optimum at the 27th
+# attempt, 18th with 1); 10 reaches 0.886 on the A100 by 50 attempts and the synthetic
+# optimum at the 23rd (docs/benchmarks.md, the performance model).
 TREND_RIDGE = 10.0
 # The GP is evaluated on a shortlist: the candidates the calibrated ensemble rates best,
 # optimistically (mean minus two deviations), and a seeded sample of the rest.

@@ -5,10 +5,13 @@ The ONNX graph is made from the bundled weights the first time they are used
 a model cache folder under the weights' digest; nothing is downloaded. Texts are tokenised
 by the model's own `tokenizer.json` through `tokenizers` (as sentence-transformers does,
 truncated at the model's 256 tokens, never padded). ONNX Runtime gives up the interpreter
-lock while it runs, so passes of concurrent requests run side by side, one thread each;
-a pass alone runs on every core (`PassEmbedder`). Its vectors equal PyTorch's within cosine
-1e-6 (tests pin 0.9999) but not bit for bit, so its fingerprint is its own: a store embedded
-by PyTorch is reindexed before this model serves it (`vector_models`).
+lock while it runs, so passes of concurrent requests run side by side. A process holds one
+inference session per model file and thread count (about 107 MB each: the weights and their
+prepacked copies), in practice one: every embedder of that model and every pass runs on it,
+its intra-op threads shared by the passes in flight (`PassEmbedder` bounds those to the cores).
+Its vectors equal PyTorch's within cosine 1e-6 (tests pin 0.9999) but not bit for bit, so its
+fingerprint is its own: a store embedded by PyTorch is reindexed before this model serves it
+(`vector_models`).
 """
 
 from __future__ import annotations
@@ -76,15 +79,42 @@ def _offline_env() -> dict[str, str]:
     return env
 
 
+_SESSIONS: dict[tuple[str, int], Any] = {}
+_SESSIONS_LOCK = threading.Lock()
+
+
+def shared_session(model_file: Path, threads: int) -> Any:
+    """The process's inference session of `model_file` with `threads` intra-op threads,
+    made on first use. Runs on one session may overlap (ONNX Runtime allows it); a second
+    session of the same model would hold a second copy of its weights. Spinning is off,
+    since on a shared machine spinning threads take the cores other passes wait for; the
+    thread count does not change a vector's bits (tested)."""
+    import onnxruntime
+
+    key = (str(model_file), threads)
+    with _SESSIONS_LOCK:
+        session = _SESSIONS.get(key)
+        if session is None:
+            options = onnxruntime.SessionOptions()
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            session = onnxruntime.InferenceSession(
+                str(model_file), options, providers=["CPUExecutionProvider"]
+            )
+            _SESSIONS[key] = session
+        return session
+
+
 class MiniLMOnnxEmbedder(PassEmbedder):
     """all-MiniLM-L6-v2 on ONNX Runtime's CPU provider, never padded (`PassEmbedder`).
 
-    One inference session per thread count in use (at most two: one thread for passes that
-    overlap, every core for a pass alone); spinning is off, since on a shared machine spinning
-    threads take the cores other passes wait for. Every text has a pass of its own: ONNX
-    Runtime's matrix products gave texts stacked with others of their length other last bits
-    than alone (measured here: all 73 of 73), and a lesson's vector must not depend on the
-    batch it was ingested in.
+    Every pass runs on the process's one session of the model (`shared_session`), with as
+    many intra-op threads as a pass alone may take (`threads`, 0: every core); passes that
+    overlap share that pool rather than each holding a session. Every text has a pass of its
+    own: ONNX Runtime's matrix products gave texts stacked with others of their length other
+    last bits than alone (measured here: all 73 of 73), and a lesson's vector must not depend
+    on the batch it was ingested in.
     """
 
     stacks_same_length = False
@@ -99,7 +129,6 @@ class MiniLMOnnxEmbedder(PassEmbedder):
     ):
         """`onnx_file`: another graph of the same model to run (a benchmark's quantised copy);
         its vectors then carry that file's name in the fingerprint."""
-        import onnxruntime
         from tokenizers import Tokenizer
 
         path = Path(model_path or bundled_model_path())
@@ -112,9 +141,6 @@ class MiniLMOnnxEmbedder(PassEmbedder):
         )
         variant = EXPORT_FORMAT if onnx_file is None else f"{EXPORT_FORMAT}:{onnx_file.name}"
         self._fingerprint = f"{self.name}:{self.dim}:{digest}:{variant}"
-        self._ort = onnxruntime
-        self._sessions: dict[int, Any] = {}
-        self._sessions_lock = threading.Lock()
         self._tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
         self._tokenizer.enable_truncation(_max_tokens(path))
         self._tokenizer.no_padding()
@@ -123,19 +149,10 @@ class MiniLMOnnxEmbedder(PassEmbedder):
     def fingerprint(self) -> str:
         return self._fingerprint
 
-    def _session(self, threads: int) -> Any:
-        with self._sessions_lock:
-            session = self._sessions.get(threads)
-            if session is None:
-                options = self._ort.SessionOptions()
-                options.intra_op_num_threads = threads
-                options.inter_op_num_threads = 1
-                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-                session = self._ort.InferenceSession(
-                    str(self.model_file), options, providers=["CPUExecutionProvider"]
-                )
-                self._sessions[threads] = session
-            return session
+    @property
+    def session(self) -> Any:
+        """The shared inference session this embedder's passes run on."""
+        return shared_session(self.model_file, self._cores.most)
 
     def _features(self, text: str) -> Features:
         encoding = self._tokenizer.encode(text)
@@ -150,7 +167,9 @@ class MiniLMOnnxEmbedder(PassEmbedder):
         return {key: np.concatenate([f[key] for f in features]) for key in features[0]}
 
     def _run(self, features: Features, threads: int) -> np.ndarray:
-        (vectors,) = self._session(threads).run(None, features)
+        # `threads` is what `Cores` granted this pass; the shared session's pool serves every
+        # pass in flight, and at most one pass per core is (`PassEmbedder`).
+        (vectors,) = self.session.run(None, features)
         return np.asarray(vectors, dtype=np.float32)
 
 

@@ -219,3 +219,22 @@ def test_a_service_on_onnx_runtime_answers_without_importing_torch(tmp_path) -> 
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["False", "False"]
+
+
+def test_onnx_embedders_share_one_session_and_its_vectors(embedder) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memory_service.core.minilm_onnx import MiniLMOnnxEmbedder
+
+    first = embedder.inner
+    second = MiniLMOnnxEmbedder(cache_dir=first.model_file.parent)
+    assert second is not first and second.session is first.session  # one copy of the weights
+    texts = _texts(8, seed=31)
+    alone = first.embed(texts)
+    assert np.array_equal(alone.view(np.uint32), second.embed(texts).view(np.uint32))
+    # Passes of several callers overlapping on the one session: the same bits as alone.
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        rows = list(pool.map(lambda t: second.embed([t])[0], texts * 3))
+    assert np.array_equal(
+        np.stack(rows).view(np.uint32), np.concatenate([alone] * 3).view(np.uint32)
+    )
