@@ -77,7 +77,19 @@ def serve(
     bracketed = f"[{local_host}]" if ":" in local_host else local_host
     service.store.advertise(f"http://{bracketed}:{port}")  # named to processes it refuses
     err.print(f"tunemem serving on http://{host}:{port} (data: {service.settings.data_dir})")
-    uvicorn.run(create_app(service), **options)  # type: ignore[arg-type]
+    app = create_app(service)
+    freeze_startup_heap()
+    uvicorn.run(app, **options)  # type: ignore[arg-type]
+
+
+def freeze_startup_heap() -> None:
+    """Move everything alive after start-up (the model's runtime, the index client, the schemas:
+    ~180k objects) out of the collector's reach: a full collection over them paused every
+    request in flight for ~110 ms about once in 300 retrieve + report pairs at 100k lessons."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 def seed_samples(service: MemoryService) -> None:

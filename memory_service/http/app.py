@@ -127,4 +127,9 @@ def create_app(service: MemoryService) -> FastAPI:
 def app_from_environment() -> FastAPI:
     """The app over a service configured by TUNEMEM_* alone: what each of several uvicorn
     workers builds for itself (`tunemem serve --workers N`, server mode)."""
-    return create_app(MemoryService())
+    import gc
+
+    app = create_app(MemoryService())
+    gc.collect()
+    gc.freeze()  # as `tunemem serve` does: start-up objects out of the collector's reach
+    return app
