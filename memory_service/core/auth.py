@@ -99,11 +99,16 @@ def live_keys(session: Session) -> list[ApiKey]:
 
 def is_keyed(session: Session) -> bool:
     """Whether keyless requests are refused: the store has (or once had) a key."""
-    flag = session.get(StoreFlag, KEYED)
-    if flag is not None and flag.value == "true":
-        return True
-    live = select(func.count()).select_from(ApiKey).where(col(ApiKey.revoked).is_(False))
-    return bool(session.exec(live).one())
+    # One statement (every keyless request asks): the flag, and whether any key is live.
+    flag = select(StoreFlag.value).where(StoreFlag.name == KEYED).scalar_subquery()
+    live = (
+        select(func.count())
+        .select_from(ApiKey)
+        .where(col(ApiKey.revoked).is_(False))
+        .scalar_subquery()
+    )
+    value, count = session.execute(select(flag, live)).one()
+    return value == "true" or bool(count)
 
 
 def open_store(session: Session) -> None:

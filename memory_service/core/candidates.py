@@ -15,14 +15,33 @@ from memory_service.core.schema import Lesson, LessonValue, Retrieval
 from memory_service.core.store import Store
 from retrieval.values import ScopeStats
 
+# Parsed applicability by its JSON text: lessons share a few hundred distinct applicabilities,
+# and parsing 200 of them was the largest Python cost of a retrieve at 100k lessons. Keyed by
+# the text itself, an edited lesson can never be gated by its old applicability.
+_PARSED: dict[str, Any] = {}
+_PARSED_MAX = 4096
+
+
+def _applicability(text: str | None) -> Any:
+    """The parsed applicability JSON (read-only: shared between retrievals)."""
+    if not text:
+        return {}
+    parsed = _PARSED.get(text)
+    if parsed is None:
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        parsed = _PARSED[text] = orjson.loads(text)
+    return parsed
+
 
 def gating_conditions(session: Session, lesson_ids: list[str]) -> dict[str, tuple[Any, bool]]:
     """(applicability, has code) of the active lessons among the ids.
 
-    A Core query, with the applicability read as text and parsed by orjson: SQLAlchemy's
-    JSON result processing and ORM row handling were a fifth of a retrieve at 100k lessons.
-    (Status is filtered here, not in SQL, so the planner looks ids up by primary key
-    instead of scanning the status index.)
+    A Core query, with the applicability read as text and parsed by orjson once per distinct
+    text (`_applicability`): SQLAlchemy's JSON result processing and ORM row handling were a
+    fifth of a retrieve at 100k lessons. (Status is filtered here, not in SQL, so the planner
+    looks ids up by primary key instead of scanning the status index.) The returned
+    applicabilities are shared: callers read them only.
     """
     if not lesson_ids:
         return {}
@@ -33,9 +52,10 @@ def gating_conditions(session: Session, lesson_ids: list[str]) -> dict[str, tupl
         lesson.c.code.is_not(None),
         lesson.c.status,
     ).where(lesson.c.id.in_(lesson_ids))
+    rows = session.connection().execute(statement).fetchall()
     return {
-        lid: (orjson.loads(applicability) if applicability else {}, bool(has_code))
-        for lid, applicability, has_code, status in session.connection().execute(statement)
+        lid: (_applicability(applicability), bool(has_code))
+        for lid, applicability, has_code, status in rows
         if status == "active"
     }
 

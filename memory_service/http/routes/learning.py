@@ -1,11 +1,17 @@
 """Learning-loop routes: retrieve lessons for an attempt, suggest configurations to try, report
-an attempt's outcome."""
+an attempt's outcome.
+
+The hot routes are coroutines that run the service call in the thread pool themselves: a plain
+`def` route costs FastAPI a second thread hop to validate the returned model, and every hop is
+a hand-over of the interpreter lock that requests in flight compete for.
+"""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 from fastapi import APIRouter, Header
+from starlette.concurrency import run_in_threadpool
 
 from memory_service.core.models import (
     ReportRequest,
@@ -21,9 +27,9 @@ router = APIRouter(tags=["learning"])
 
 
 @router.post("/v1/retrieve", response_model=RetrieveResponse)
-def retrieve(body: RetrieveRequest, svc: ServiceDep, who: AgentDep) -> RetrieveResponse:
+async def retrieve(body: RetrieveRequest, svc: ServiceDep, who: AgentDep) -> RetrieveResponse:
     """Rank lessons for a task, context and stage by similarity and learned value."""
-    return svc.retrieve(body, tenant=who.tenant)
+    return await run_in_threadpool(svc.retrieve, body, tenant=who.tenant)
 
 
 @router.post("/v1/suggest", response_model=SuggestResponse)
@@ -33,11 +39,13 @@ def suggest(body: SuggestRequest, svc: ServiceDep, who: AgentDep) -> SuggestResp
 
 
 @router.post("/v1/outcomes", response_model=ReportResponse)
-def report(
+async def report(
     body: ReportRequest,
     svc: ServiceDep,
     who: WriterDep,
     idempotency_key: Annotated[str | None, Header(min_length=1, max_length=128)] = None,
 ) -> ReportResponse:
     """Report an attempt's outcome; credited lessons' values are updated."""
-    return svc.report(body, idempotency_key=idempotency_key, tenant=who.tenant)
+    return await run_in_threadpool(
+        svc.report, body, idempotency_key=idempotency_key, tenant=who.tenant
+    )
