@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import orjson
+
 from ingest.records import ERROR_CATEGORIES, AttemptRecord, TrajectoryRecord
 from ingest.sources import is_number
 
@@ -56,11 +58,38 @@ def _plain_text(value: str) -> bool:
     return value.isascii() and "\x00" not in value
 
 
+def _dataclass_fields(item: Any) -> dict[str, Any]:
+    if hasattr(item, "__dataclass_fields__"):
+        return {name: getattr(item, name) for name in item.__dataclass_fields__}
+    raise TypeError(f"{type(item).__name__} is not walked")
+
+
+def _all_text(value: Any) -> bool:
+    """True when every string in `value` is text for `text_problem`, found at C speed: orjson
+    writes every dict, list, tuple and dataclass field (each one through `_dataclass_fields`)
+    and refuses a lone surrogate; a NUL comes out as an escape. False means "look closer":
+    a problem, or something orjson does not write (the walk in `strings_problem` decides)."""
+    try:
+        blob = orjson.dumps(
+            value,
+            default=_dataclass_fields,
+            option=orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_NON_STR_KEYS,
+        )
+    except (TypeError, orjson.JSONEncodeError):
+        return False
+    return b"\\u0000" not in blob
+
+
 def strings_problem(value: Any, at: str) -> str | None:
     """The first string (key or value) anywhere in `value` that `text_problem` refuses.
 
     Walks dicts, lists, tuples and dataclasses (records), so a whole request or record is
-    checked in one call whatever its shape."""
+    checked in one call whatever its shape. The common case, all text, is answered by
+    `_all_text` (the walk was half of reading ../shared/data); the walk names the place."""
+    return None if _all_text(value) else _walk_problem(value, at)
+
+
+def _walk_problem(value: Any, at: str) -> str | None:
     stack: list[tuple[Any, str]] = [(value, at)]
     while stack:
         item, where = stack.pop()
