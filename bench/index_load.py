@@ -17,6 +17,7 @@ import sqlite3
 import sys
 import time
 import uuid
+from typing import Any
 
 import numpy as np
 
@@ -34,9 +35,10 @@ def main(argv: list[str]) -> None:
     rng = np.random.default_rng(1)
 
     def vectors(start: int, count: int) -> np.ndarray:
-        v = base[np.arange(start, start + count) % len(base)]
-        v = v + 0.01 * rng.standard_normal((count, base.shape[1]))
-        return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+        jittered = base[np.arange(start, start + count) % len(base)] + 0.01 * rng.standard_normal(
+            (count, base.shape[1])
+        )
+        return (jittered / np.linalg.norm(jittered, axis=1, keepdims=True)).astype(np.float32)
 
     client = chromadb.HttpClient(
         host="127.0.0.1", port=port, settings=Settings(anonymized_telemetry=False)
@@ -51,9 +53,9 @@ def main(argv: list[str]) -> None:
         v = vectors(start, min(step, n - start))
         loaded.append(v)
         ids = [f"l{i}" for i in range(start, start + len(v))]
-        metas = [{"tenant": "default", "kind": "insight", "op": "gemm", "backends": "cuda"}] * len(
-            ids
-        )
+        metas: list[Any] = [
+            {"tenant": "default", "kind": "insight", "op": "gemm", "backends": "cuda"}
+        ] * len(ids)
         collection.upsert(ids=ids, embeddings=v, metadatas=None if cfg.get("nometa") else metas)
     load = time.perf_counter() - t0
     client_cpu = time.process_time() - c0
