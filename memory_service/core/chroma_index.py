@@ -28,7 +28,9 @@ _T = TypeVar("_T")
 
 
 class ChromaIndex(VectorIndex):
-    """Chroma collections with cosine distance; embedded (path) or client of a server (url)."""
+    """Chroma collections with cosine distance; embedded (path) or client of a server (url).
+
+    Entries are ids and vectors; the metadata given to `upsert` routes them by tenant."""
 
     STEP = 4000  # below Chroma's maximum batch size
 
@@ -123,23 +125,23 @@ class ChromaIndex(VectorIndex):
                         raise
         return found
 
-    def _write(
-        self, collection: Any, ids: list[str], vectors: np.ndarray, metas: list[Any]
-    ) -> None:
+    def _write(self, collection: Any, ids: list[str], vectors: np.ndarray) -> None:
+        # Entries carry no metadata: the tenant picks the collection, and every other filter
+        # applies in SQL to the recalled candidates. Chroma writes each entry's metadata into
+        # its own tables, which halved its insert rate (100k entries into its server in
+        # batches of 5,000: 3,691 a second without, against 1,829 with four fields).
         for start in range(0, len(ids), self.STEP):
             part = slice(start, start + self.STEP)
-            collection.upsert(
-                ids=ids[part], embeddings=vectors[part].tolist(), metadatas=metas[part]
-            )
+            collection.upsert(ids=ids[part], embeddings=vectors[part].tolist())
 
     def upsert(self, ids: list[str], vectors: np.ndarray, metadatas: list[dict[str, Any]]) -> None:
         by_tenant: dict[str, list[int]] = {}
         for i, meta in enumerate(metadatas):
             by_tenant.setdefault(meta["tenant"], []).append(i)
         for tenant, rows in by_tenant.items():
-            part = ([ids[i] for i in rows], vectors[rows], [metadatas[i] for i in rows])
+            part = ([ids[i] for i in rows], vectors[rows])
 
-            def write(collection: Any, part: Batch = part) -> None:
+            def write(collection: Any, part: tuple[list[str], np.ndarray] = part) -> None:
                 self._write(collection, *part)
 
             self._counts.pop(tenant, None)
@@ -216,8 +218,8 @@ class ChromaIndex(VectorIndex):
             name=name, metadata={"hnsw:space": "cosine"}, embedding_function=None
         )
         written = 0
-        for ids, vectors, metadatas in batches:
-            self._write(fresh, ids, vectors, metadatas)
+        for ids, vectors, _metadatas in batches:
+            self._write(fresh, ids, vectors)
             written += len(ids)
         self._generations.switch(tenant, old + 1)
         self._collections[name] = fresh

@@ -30,7 +30,7 @@ FIRST_REVISION = "0001"
 ADVISORY_LOCK_KEY = 0x7475_6E65_6D65_6D  # "tunemem"
 # SQLite memory-maps no part of the file: every pooled connection (up to 40) maps it on its
 # own, and a map's pages count in the process's resident memory once per connection (at
-# 100k lessons, 317 MB of a 124 MB file at concurrency 8). Reads go through the OS page
+# 100k lessons, 310 MB of a 119 MB file at concurrency 8). Reads go through the OS page
 # cache instead, which is shared and not the process's.
 SQLITE_MMAP_BYTES = 0
 

@@ -65,3 +65,21 @@ def test_query_many_answers_like_one_query_per_vector(index: VectorIndex) -> Non
     ]
     assert index.query_many(probes[:0], 4, "a") == []
     assert index.query_many(probes[:2], 4, "nobody") == [[], []]
+
+
+def test_chroma_entries_are_ids_and_vectors_routed_by_tenant(tmp_path: Path) -> None:
+    # Per-entry metadata halved Chroma's insert rate and no query reads it: entries hold
+    # none, and the tenant in the given metadata still picks the collection.
+    index = ChromaIndex(path=tmp_path / "chroma")
+    vectors = _unit(3, 5)
+    index.upsert(
+        ["x0", "x1", "y0"],
+        vectors,
+        [{"tenant": "a", "kind": "insight", "op": "gemm", "backends": "cuda"}] * 2
+        + [{"tenant": "b", "kind": "failure", "op": "softmax", "backends": "hip"}],
+    )
+    stored = index._collection("a").get(include=["metadatas", "embeddings"])
+    assert sorted(stored["ids"]) == ["x0", "x1"]
+    assert all(not meta for meta in stored["metadatas"])
+    assert index.query(vectors[2], 5, "b")[0][0] == "y0"
+    assert [i for i, _ in index.query(vectors[0], 5, "a")] == ["x0", "x1"]
