@@ -33,9 +33,9 @@ async def retrieve(body: RetrieveRequest, svc: ServiceDep, who: AgentDep) -> Ret
 
 
 @router.post("/v1/suggest", response_model=SuggestResponse)
-def suggest(body: SuggestRequest, svc: ServiceDep, who: AgentDep) -> SuggestResponse:
+async def suggest(body: SuggestRequest, svc: ServiceDep, who: AgentDep) -> SuggestResponse:
     """Untried valid configurations of a parameter space, in the memory's order, then search."""
-    return svc.suggest(body, tenant=who.tenant)
+    return await run_in_threadpool(svc.suggest, body, tenant=who.tenant)
 
 
 @router.post("/v1/outcomes", response_model=ReportResponse)
