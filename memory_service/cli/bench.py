@@ -184,9 +184,9 @@ def bench_live(
         str, typer.Option(help="kernels, comma-separated")
     ] = "softmax,rmsnorm,gemm,decode_attention,attention",
     budget: Annotated[int, typer.Option(help="live attempts per run")] = 10,
-    arms: Annotated[str, typer.Option(help="random, similarity, value_backoff")] = (
-        "random,similarity,value_backoff"
-    ),
+    arms: Annotated[
+        str, typer.Option(help="random, similarity, value_backoff, default (the agent on suggest)")
+    ] = "random,similarity,value_backoff,default",
     settings: Annotated[str, typer.Option(help="same_task, all_tasks")] = "same_task,all_tasks",
     shapes: Annotated[int, typer.Option(help="held-out shapes per task (0: all)")] = 0,
     sweeps: Annotated[Path, typer.Option(help="recorded sweeps")] = Path("bench/results/h200"),
@@ -198,6 +198,10 @@ def bench_live(
     ),
     budget_s: Annotated[float, typer.Option(help="wall-clock budget, seconds")] = 540.0,
     workers: Annotated[int, typer.Option(help="memories prepared at once")] = 6,
+    seed: Annotated[int, typer.Option(help="the agent's and the search's seed")] = 0,
+    embedder: Annotated[
+        str, typer.Option(help="the memories' embedder: minilm (the default) or hashing")
+    ] = "minilm",
     warmup_ms: Annotated[float, typer.Option()] = 5.0,
     rep_ms: Annotated[float, typer.Option()] = 30.0,
     resweep: Annotated[
@@ -219,6 +223,7 @@ def bench_live(
         *("--tasks", tasks, "--budget", str(budget), "--arms", arms, "--settings", settings),
         *("--shapes", str(shapes), "--sweeps", str(sweeps), "--trajectories", str(trajectories)),
         *("--out", str(out), "--budget-s", str(budget_s), "--workers", str(workers)),
+        *("--seed", str(seed), "--embedder", embedder),
         *("--warmup-ms", str(warmup_ms), "--rep-ms", str(rep_ms)),
         *([] if resweep else ["--no-resweep"]),
         *(["--quiet-timing"] if quiet_timing else []),
