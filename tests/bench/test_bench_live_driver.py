@@ -50,11 +50,9 @@ class RecordedRunner(ReplayRunner):
         pass
 
 
-@pytest.mark.skipif(not (SWEEPS / "softmax.jsonl").is_file(), reason="no committed H200 sweeps")
-@pytest.mark.parametrize("timing", [[], ["--quiet-timing"]], ids=["overlapped", "quiet"])
-def test_driver_writes_a_scored_report_and_ingestible_trajectories(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timing: list[str]
-) -> None:
+@pytest.fixture
+def recorded_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An H200 as the driver sees it, its runner playing back the recorded sweeps."""
     import torch
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
@@ -68,6 +66,13 @@ def test_driver_writes_a_scored_report_and_ingestible_trajectories(
     monkeypatch.setattr(
         live.LiveBench, "runner", lambda self, task, case: RecordedRunner(task, case)
     )
+
+
+@pytest.mark.skipif(not (SWEEPS / "softmax.jsonl").is_file(), reason="no committed H200 sweeps")
+@pytest.mark.parametrize("timing", [[], ["--quiet-timing"]], ids=["overlapped", "quiet"])
+def test_driver_writes_a_scored_report_and_ingestible_trajectories(
+    tmp_path: Path, recorded_gpu: None, timing: list[str]
+) -> None:
     out = tmp_path / "out"
     code = live.main(
         [
@@ -102,25 +107,10 @@ def test_driver_writes_a_scored_report_and_ingestible_trajectories(
 
 
 @pytest.mark.skipif(not (SWEEPS / "gemm.jsonl").is_file(), reason="no committed H200 sweeps")
-def test_default_arm_tunes_through_the_services_suggest(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_default_arm_tunes_through_the_services_suggest(tmp_path: Path, recorded_gpu: None) -> None:
     """The `default` arm's agent asks POST /v1/suggest: its attempts come from the service's
     search (exemplars, then the performance model once the run has outcomes), never repeat a
     configuration, and the report checks the decode-attention goal on it."""
-    import torch
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
-    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
-    monkeypatch.setattr(
-        torch.cuda,
-        "get_device_properties",
-        lambda *a: types.SimpleNamespace(multi_processor_count=132),
-    )
-    monkeypatch.setattr(
-        live.LiveBench, "runner", lambda self, task, case: RecordedRunner(task, case)
-    )
     out = tmp_path / "out"
     code = live.main(
         [
