@@ -160,11 +160,7 @@ def markdown(result: dict[str, Any]) -> str:
             "| area | operation | share of busy samples |",
             "|---|---|---|",
         ]
-        shown = [r for r in profile["rows"] if r["share"] >= 0.01]
-        for row in shown:
-            lines.append(f"| {row['area']} | {row['operation']} | {100 * row['share']:.1f}% |")
-        rest = sum(r["share"] for r in profile["rows"] if r["share"] < 0.01)
-        lines += [f"| (rows under 1%) | | {100 * rest:.1f}% |", ""]
+        lines += _share_rows(profile["rows"])
     lines += _gil_section(result)
     lines += [
         "## Memory and build",
@@ -209,9 +205,16 @@ def _gil_section(result: dict[str, Any]) -> list[str]:
             "| area | operation | share of lock-holding samples |",
             "|---|---|---|",
         ]
-        shown = [r for r in profile["rows"] if r["share"] >= 0.01]
-        for row in shown:
-            lines.append(f"| {row['area']} | {row['operation']} | {100 * row['share']:.1f}% |")
-        rest = sum(r["share"] for r in profile["rows"] if r["share"] < 0.01)
-        lines += [f"| (rows under 1%) | | {100 * rest:.1f}% |", ""]
+        lines += _share_rows(profile["rows"])
     return lines
+
+
+def _share_rows(rows: list[dict[str, Any]]) -> list[str]:
+    """A profile's table rows: each area and operation of at least 1%, then the rest summed."""
+    lines = [
+        f"| {row['area']} | {row['operation']} | {100 * row['share']:.1f}% |"
+        for row in rows
+        if row["share"] >= 0.01
+    ]
+    rest = sum(row["share"] for row in rows if row["share"] < 0.01)
+    return [*lines, f"| (rows under 1%) | | {100 * rest:.1f}% |", ""]
