@@ -98,6 +98,7 @@ class MemoryService:
             model=ModelSuggester(self._models, self.settings.tenant)
             if self.settings.suggest_model
             else None,
+            deadline_s=self.settings.suggest_deadline_s,
         )
 
     @property
