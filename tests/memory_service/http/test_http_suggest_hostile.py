@@ -1,0 +1,175 @@
+"""POST /v1/suggest against what a hostile client sends and what a store written before the
+door checks holds (issue 30, cases 1, 3, 4 and 7): every accepted request answers in time, bad
+hints and runs are 422 at the door, and a stored record the suggester cannot use is skipped and
+named in the warnings instead of failing the request.
+
+The runs and lessons are synthetic, written for these tests.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlmodel import Session, select
+
+from memory_service.core.schema import Attempt, Lesson
+
+TASK = {"op": "softmax", "kernel": "softmax_rows"}
+SPACE = {"BLOCK": [64, 128, 256], "WARPS": [1, 2, 4]}
+
+
+def synthetic_run(chip: str = "a100") -> dict[str, Any]:
+    return {
+        "version": 1,
+        "source_format": "synthetic",
+        "source": f"runs/hostile-{chip}",
+        "task": TASK,
+        "context": {"chip": chip, "backend": "cuda"},
+        "attempts": [
+            {"index": i, "params": {"BLOCK": b, "WARPS": w}, "latency_ms": 1.0 + i * 0.1}
+            for i, (b, w) in enumerate((b, w) for b in SPACE["BLOCK"] for w in SPACE["WARPS"])
+        ],
+    }
+
+
+def post_in_time(client: TestClient, path: str, body: dict[str, Any], wait_s: float = 60.0):
+    """POST in a thread, so that a request that never answers fails the test, not hangs it."""
+    answer: list[Any] = []
+    thread = threading.Thread(target=lambda: answer.append(client.post(path, json=body)))
+    thread.daemon = True
+    thread.start()
+    thread.join(wait_s)
+    assert not thread.is_alive(), f"{path} did not answer within {wait_s:.0f} s"
+    return answer[0]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"a": [0, False], "b": [1, True]},
+        {"a": [0, False, 1, True, 2], "b": [1, True, 3.5]},
+    ],
+)
+def test_a_space_of_values_python_calls_equal_answers_every_configuration(
+    client: TestClient, params: dict[str, list[Any]]
+):
+    size = len(params["a"]) * len(params["b"])
+    body = {"task": TASK, "space": {"params": params}, "k": size}
+    response = post_in_time(client, "/v1/suggest", body)
+    assert response.status_code == 200, response.text
+    configs = [s["config"] for s in response.json()["suggestions"]]
+    tagged = {tuple((type(v) is bool, v) for v in c.values()) for c in configs}
+    assert len(configs) == size and len(tagged) == size
+
+
+def test_integers_past_64_bits_in_a_space_are_a_422(client: TestClient):
+    body = {"task": TASK, "space": {"params": {"BLOCK": [1, 10**400]}}, "k": 1}
+    response = client.post("/v1/suggest", json=body)
+    assert response.status_code == 422 and response.json()["code"]
+
+
+BAD_HINTS = [
+    {"config": {"BLOCK": [64, 128]}},
+    {"config": {"BLOCK": {"x": 1}}},
+    {"param": "BLOCK", "value": 64, "median_speedup": "fast"},
+    {"avoid": {"BLOCK": 64}, "failure_rate": "often"},
+    {"param": "BLOCK", "value": [64]},
+]
+
+
+@pytest.mark.parametrize("hint", BAD_HINTS)
+def test_a_hint_the_suggester_cannot_read_is_a_422_and_stores_nothing(
+    client: TestClient, hint: dict[str, Any]
+):
+    lesson = {"kind": "exemplar", "text": "a hostile hint", "hint": hint}
+    response = client.post("/v1/lessons", json={"lessons": [lesson]})
+    assert response.status_code == 422, response.text
+    assert response.json()["code"]
+    assert client.get("/v1/lessons").json()["count"] == 0
+
+
+@pytest.mark.parametrize(
+    "attempt",
+    [
+        {"index": 0, "params": {"BLOCK": [64]}, "latency_ms": 1.0},
+        {"index": 0, "params": {"BLOCK": {"x": 1}}, "latency_ms": 1.0},
+        {"index": 0, "params": {"BLOCK": 64}, "latency_ms": 0.0},
+        {"index": 0, "params": {"BLOCK": 64}, "latency_ms": 1e-300},
+    ],
+)
+def test_a_run_with_a_list_value_or_a_latency_below_the_floor_is_a_422(
+    client: TestClient, attempt: dict[str, Any]
+):
+    run = {**synthetic_run(), "attempts": [attempt]}
+    response = client.post("/v1/trajectories", json={"trajectories": [run]})
+    assert response.status_code == 422, response.text
+    assert response.json()["code"] == "invalid_trajectory"
+    assert client.get("/v1/lessons").json()["count"] == 0
+
+
+def _store_hostile_records(service) -> list[str]:
+    """Write what the door now refuses straight into SQL, as a store written before the door
+    checks would hold it: unusable hints on every config lesson, a list-valued attempt and a
+    1e-300 ms one in a stored run."""
+    ids = []
+    with Session(service.engine) as session:
+        lessons = session.exec(select(Lesson).where(Lesson.op == TASK["op"])).all()
+        for lesson, hint in zip(lessons, BAD_HINTS * 10, strict=False):
+            if (lesson.hint or {}).get("config"):
+                lesson.hint = hint
+                session.add(lesson)
+                ids.append(lesson.id)
+        attempt = session.exec(select(Attempt)).first()
+        assert attempt is not None
+        session.add(
+            Attempt(
+                trajectory_id=attempt.trajectory_id, index=90, params={"BLOCK": [1], "WARPS": 1}
+            )
+        )
+        session.add(
+            Attempt(
+                trajectory_id=attempt.trajectory_id,
+                index=91,
+                params={"BLOCK": 512, "WARPS": 8},
+                latency_ms=1e-300,
+            )
+        )
+        session.commit()
+    return ids
+
+
+def test_stored_records_the_suggester_cannot_use_are_skipped_and_named(service, client):
+    response = client.post("/v1/trajectories", json={"trajectories": [synthetic_run()]})
+    assert response.status_code == 201, response.text
+    broken = _store_hostile_records(service)
+    assert broken
+    for task in (TASK, {}):  # with an op, and with none (every lesson of the tenant)
+        body = {"task": task, "context": {"chip": "a100"}, "space": {"params": SPACE}, "k": 4}
+        response = post_in_time(client, "/v1/suggest", body)
+        assert response.status_code == 200, response.text
+        answer = response.json()
+        assert len(answer["suggestions"]) == 4
+        named = [w for w in answer["warnings"] if "left out" in w]
+        assert named and any(lesson_id in " ".join(named) for lesson_id in broken)
+    # The family's performance model still builds: the list-valued attempt is left out.
+    built = service._models._build(("default", TASK["op"], tuple(sorted(SPACE))), (0, 0, "test"))
+    assert built is not None and built.skipped == 1
+    # ... and the 1e-300 ms one counts as failing, not as the fastest configuration there is.
+    assert (512, 8) not in built.model.index
+
+
+def test_a_boolean_hint_is_not_offered_for_an_integer_parameter(client: TestClient):
+    lesson = {
+        "kind": "exemplar",
+        "text": "BLOCK true is best",
+        "hint": {"config": {"BLOCK": True}},
+        "applicability": {"op": TASK["op"]},
+    }
+    assert client.post("/v1/lessons", json={"lessons": [lesson]}).status_code in (200, 201)
+    body = {"task": TASK, "space": {"params": {"BLOCK": [1, 2]}}, "k": 2}
+    answer = client.post("/v1/suggest", json=body).json()
+    assert [type(s["config"]["BLOCK"]) for s in answer["suggestions"]] == [int, int]
+    assert all(s["source"] != "exemplar" for s in answer["suggestions"])
