@@ -1,1 +1,2 @@
-"""`tunemem bench learning`: does the memory learn? Replayed Kernel Tuner spaces, loo and lifelong."""
+"""`tunemem bench learning`: does the memory learn? Replayed Kernel Tuner spaces, loo and
+lifelong."""

@@ -107,9 +107,9 @@ def markdown(result: dict[str, Any]) -> str:
         f"# Server memory at {result['lessons']:,} lessons (embedded)\n\n"
         f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB; load average (1 min) "
         f"at the end {result['load_average_1min']}. Command: `{result['command']}`\n\n"
-        "SYNTHETIC lessons (bench/service/synthetic_store.py). The server is `tunemem serve` in its own "
-        "process; after each closed-loop load (fresh query texts, retrieve + report pairs) its "
-        "/proc is read. RSS counts a file page once per mapping of it.\n\n"
+        "SYNTHETIC lessons (bench/service/synthetic_store.py). The server is `tunemem serve` in "
+        "its own process; after each closed-loop load (fresh query texts, retrieve + report "
+        "pairs) its /proc is read. RSS counts a file page once per mapping of it.\n\n"
         "| after | peak RSS MB | RSS MB | anonymous MB | file-backed MB | threads "
         "| retrieve p50 / p99 ms | pairs/s |\n|---|---|---|---|---|---|---|---|\n"
     )

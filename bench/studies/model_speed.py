@@ -1,7 +1,7 @@
 """Performance-model costs at the largest family: training time and suggest latency.
 
-`python -m bench.studies.model_speed [--caches DIR] [--target CHIP] [--out PATH]` ingests the family's
-caches except the target chip's into a fresh in-process service, times the model's training
+`python -m bench.studies.model_speed [--caches DIR] [--target CHIP] [--out PATH]` ingests the
+family's caches except the target chip's into a fresh in-process service, times the model's training
 (the background build a store change starts, waited for here), then times `suggest` for the
 target with 0, 20, 50 and 100 of its own observations (k=1, the agent's request; repeated,
 p50 and p95), and the same with the model off. Writes JSON and Markdown under bench/results/.

@@ -1,1 +1,2 @@
-"""`tunemem bench tuners`: the Kernel Tuner strategy against Kernel Tuner's own, in simulation mode."""
+"""`tunemem bench tuners`: the Kernel Tuner strategy against Kernel Tuner's own, in simulation
+mode."""
