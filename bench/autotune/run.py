@@ -14,7 +14,7 @@ its own.
 
 Writes `autotune.json` and `autotune.md` (in --out) and `autotune-<task>.jsonl` (in
 --trajectories): the trajectories the drop-in reported, and the full autotune's timings.
-`python -m bench.autotune.run --help`. GPU run on the device; `--device cpu` runs the same protocol
+`python -m bench.autotune --help`. GPU run on the device; `--device cpu` runs the same protocol
 under the Triton interpreter on the tasks' small shapes (the test uses it).
 """
 
@@ -265,7 +265,7 @@ class AutotuneBench:
             "benchmark": "autotune",
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "run_id": self.run_id,
-            "command": "python -m bench.autotune.run " + " ".join(sys.argv[1:]),
+            "command": "python -m bench.autotune " + " ".join(sys.argv[1:]),
             "machine": self.machine(),
             "device": self.args.device,
             "top_k": _top_k(self.args.top_k),

@@ -5,7 +5,7 @@ PyTorch eager and torch.compile, and the fraction of the hardware limit (HBM ban
 memory-bound tasks, peak bf16 FLOP/s for GEMM and attention), with the limits taken from the
 chip's `platforms` descriptor and from a device-to-device copy measured in the same run.
 Writes `kernels.json` and `kernels.md` to the output folder and one native trajectory file per
-task to the trajectories folder. Run on a GPU machine with `python -m bench.kernels.run`.
+task to the trajectories folder. Run on a GPU machine with `python -m bench.kernels`.
 """
 
 from __future__ import annotations
@@ -279,7 +279,7 @@ def run_kernel_bench(
             "run_id": run_id,
             "latency": "median of triton.testing.do_bench runs, L2 flushed per run",
         },
-        "command": " ".join(["python -m bench.kernels.run", *sys.argv[1:]]),
+        "command": " ".join(["python -m bench.kernels", *sys.argv[1:]]),
         "rows": rows,
         "trajectory_files": files,
         "elapsed_s": time.monotonic() - started,

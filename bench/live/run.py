@@ -12,7 +12,7 @@ reference, and its measured cost is the exhaustive search's, for scale. Decode a
 recorded sweep: its shapes are swept live first and then held out the same way.
 
 Every live attempt is saved as a native trajectory (`live-<task>.jsonl`); the report goes to
-`live.json` and `live.md`. GPU only; not part of CI. `python -m bench.live.run --help`.
+`live.json` and `live.md`. GPU only; not part of CI. `python -m bench.live --help`.
 """
 
 from __future__ import annotations
@@ -359,7 +359,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     args.command = (
-        " ".join(["python -m bench.live.run", *sys.argv[1:]])
+        " ".join(["python -m bench.live", *sys.argv[1:]])
         if argv is None
         else " ".join(["tunemem bench live", *argv])
     )
