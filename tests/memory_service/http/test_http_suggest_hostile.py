@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
-from memory_service.core.schema import Attempt, Lesson
+from memory_service.core.sql.tables import Attempt, Lesson
 
 TASK = {"op": "softmax", "kernel": "softmax_rows"}
 SPACE = {"BLOCK": [64, 128, 256], "WARPS": [1, 2, 4]}
