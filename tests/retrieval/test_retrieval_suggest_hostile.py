@@ -47,6 +47,7 @@ def _answer(state: SuggestState, k: int, deadline_s: float | None = None, wait_s
         {"a": (0, False), "b": (1, True)},
         {"a": (0, False, 1, True, 2)},
         {"flag": (True, 1), "x": (1.5, 2, False)},
+        {f"p{i}": (0, False) for i in range(6)},  # the random draw used to spin for good here
     ],
 )
 def test_values_python_calls_equal_are_distinct_configurations(space):
