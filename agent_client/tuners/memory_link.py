@@ -7,8 +7,9 @@ bounded wait and one warning.
   deadline, not at each read), with no retry, and refuses an answer past `max_answer_bytes`
   before it is held in memory. Every failure is one `MemoryLinkError`.
 - `Reporter` sends outcome reports and run uploads on one background thread, from a bounded
-  queue; the first failure is one warning and drops what is left (a memory that fails once is
-  not asked again by that run), and `flush` waits at most its bound.
+  queue; a failure is one warning, and what comes in the next `RETRY_AFTER_S` is dropped (a
+  memory that failed is left alone that long, so a down memory costs one deadline, not one per
+  report); `flush` waits at most its bound.
 - `usable_suggestions` reads a suggest answer as untrusted data: only suggestions whose
   configuration names exactly the user's parameters, with values of the user's own space (by
   the service's value identity: true is not 1), inside the user's restrictions and untried, are
@@ -18,6 +19,7 @@ bounded wait and one warning.
 from __future__ import annotations
 
 import json
+import math
 import queue
 import threading
 import time
@@ -36,6 +38,8 @@ from retrieval.suggest_hints import identity, position
 MAX_ANSWER_BYTES = 4 * 1024 * 1024
 # Reports queued for the background thread, at most; past this they are dropped (counted).
 MAX_PENDING_REPORTS = 10_000
+# After a failed call the memory is left alone this long.
+RETRY_AFTER_S = 300.0
 
 
 class MemoryLinkError(RuntimeError):
@@ -201,22 +205,26 @@ class Reporter:
     """Reports and uploads, sent in the background of the user's loop (see the module).
 
     Args:
-        warn: called once, with a one-line message, on the first failure.
+        warn: called with a one-line message on a failure (once: what follows is dropped).
         max_pending: the queue's bound; a job past it is dropped and counted.
+        retry_after_s: how long after a failure jobs are dropped unsent.
     """
 
     warn: Callable[[str], None]
     max_pending: int = MAX_PENDING_REPORTS
+    retry_after_s: float = RETRY_AFTER_S
     sent: int = 0
     dropped: int = 0
     error: str | None = None
+    _failed_at: float = field(default=-math.inf, repr=False)
     _jobs: queue.Queue[Callable[[], Any]] = field(default_factory=queue.Queue, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def failed(self) -> bool:
-        return self.error is not None
+        """Whether a failure is recent enough that jobs are dropped."""
+        return time.monotonic() < self._failed_at + self.retry_after_s
 
     def submit(self, job: Callable[[], Any]) -> bool:
         """Queue one job (a call through a `MemoryLink`); False when it is dropped."""
@@ -250,7 +258,8 @@ class Reporter:
                     self.dropped += 1
             except Exception as exc:  # a report that fails must never reach the user's loop
                 self.error = brief(exc)
-                self.warn(f"reporting to the memory failed ({self.error}); reports stop")
+                self._failed_at = time.monotonic()
+                self.warn(f"reporting to the memory failed ({self.error})")
             finally:
                 self._jobs.task_done()
 
