@@ -9,6 +9,7 @@ The runs and lessons are synthetic, written for these tests.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
 from memory_service.core.sql.tables import Attempt, Lesson
+from memory_service.http.app import create_app
 
 TASK = {"op": "softmax", "kernel": "softmax_rows"}
 SPACE = {"BLOCK": [64, 128, 256], "WARPS": [1, 2, 4]}
@@ -177,3 +179,68 @@ def test_a_boolean_hint_is_not_offered_for_an_integer_parameter(client: TestClie
     answer = client.post("/v1/suggest", json=body).json()
     assert [type(s["config"]["BLOCK"]) for s in answer["suggestions"]] == [int, int]
     assert all(s["source"] != "exemplar" for s in answer["suggestions"])
+
+
+def test_suggests_past_the_concurrency_cap_get_429_busy(make_service, monkeypatch):
+    service = make_service(suggest_concurrency=1)
+    release, entered = threading.Event(), threading.Event()
+    real = service.suggest
+
+    def slow(request, *, tenant=None):
+        entered.set()
+        release.wait(30)
+        return real(request, tenant=tenant)
+
+    monkeypatch.setattr(service, "suggest", slow)
+    body = {"task": TASK, "space": {"params": SPACE}, "k": 1}
+    with TestClient(create_app(service)) as client:
+        first: list[Any] = []
+        thread = threading.Thread(
+            target=lambda: first.append(client.post("/v1/suggest", json=body))
+        )
+        thread.start()
+        assert entered.wait(30)
+        busy = client.post("/v1/suggest", json=body)
+        assert busy.status_code == 429 and busy.json()["code"] == "busy"
+        assert busy.headers["Retry-After"] == "1"
+        release.set()
+        thread.join(30)
+        assert first[0].status_code == 200
+        assert client.post("/v1/suggest", json=body).status_code == 200  # the slot is free
+
+
+def test_the_server_stops_with_hostile_suggests_in_flight(service):
+    """Eight suggests of a space Python cannot tell apart used to spin for good, and a stop
+    (what SIGTERM asks of uvicorn) then waited on them for good."""
+    import httpx
+    import uvicorn
+
+    config = uvicorn.Config(create_app(service), host="127.0.0.1", port=0, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    body = {"task": TASK, "space": {"params": {f"p{i}": [0, False] for i in range(6)}}, "k": 3}
+    answers: list[int] = []
+
+    def ask() -> None:
+        try:
+            answers.append(
+                httpx.post(f"http://127.0.0.1:{port}/v1/suggest", json=body, timeout=60).status_code
+            )
+        except httpx.HTTPError:
+            answers.append(0)
+
+    askers = [threading.Thread(target=ask, daemon=True) for _ in range(8)]
+    for asker in askers:
+        asker.start()
+    time.sleep(1.0)
+    server.should_exit = True
+    thread.join(30)
+    assert not thread.is_alive(), "the server did not stop with suggests in flight"
+    for asker in askers:
+        asker.join(5)
+    assert sorted(set(answers)) <= [0, 200, 429]
