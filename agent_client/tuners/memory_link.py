@@ -93,9 +93,10 @@ class MemoryLink:
         seed: int | None = None,
     ) -> dict[str, Any]:
         """POST /v1/suggest; the answer as a JSON object (its contents unchecked)."""
-        if self.client is not None:
+        client = self.client
+        if client is not None:
             return self._bounded(
-                lambda: self.client.suggest(
+                lambda: client.suggest(
                     task,
                     context,
                     space,
@@ -121,16 +122,18 @@ class MemoryLink:
 
     def report(self, retrieval_id: str, outcome: Outcome, used: list[str] | None = None) -> Any:
         """POST /v1/outcomes, with an idempotency key of its own."""
-        if self.client is not None:
-            return self._bounded(lambda: self.client.report(retrieval_id, outcome, used=used))
+        client = self.client
+        if client is not None:
+            return self._bounded(lambda: client.report(retrieval_id, outcome, used=used))
         body = {"retrieval_id": retrieval_id, "used": used, "outcome": outcome.to_json()}
         return self.post("/v1/outcomes", body, {"Idempotency-Key": uuid.uuid4().hex})
 
     def upload_trajectories(self, trajectories: Iterable[dict[str, Any]]) -> Any:
         """POST /v1/trajectories."""
         runs = list(trajectories)
-        if self.client is not None:
-            return self._bounded(lambda: self.client.upload_trajectories(runs))
+        client = self.client
+        if client is not None:
+            return self._bounded(lambda: client.upload_trajectories(runs))
         return self.post("/v1/trajectories", {"trajectories": runs})
 
     def close(self) -> None:

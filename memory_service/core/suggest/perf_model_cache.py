@@ -61,8 +61,9 @@ def problem_key(signature: dict[str, Any] | None) -> str:
 def _latency(attempt: Attempt) -> float | None:
     ok = attempt.compiled and attempt.correct is not False and attempt.error_category is None
     ms = attempt.latency_ms
-    usable = isinstance(ms, int | float) and MIN_LATENCY_MS <= ms <= MAX_LATENCY_MS
-    return float(ms) if ok and usable else None
+    if not ok or not isinstance(ms, int | float) or not MIN_LATENCY_MS <= ms <= MAX_LATENCY_MS:
+        return None
+    return float(ms)
 
 
 def _usable_params(params: Any, names: tuple[str, ...]) -> bool:
