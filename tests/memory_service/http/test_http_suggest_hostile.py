@@ -244,3 +244,57 @@ def test_the_server_stops_with_hostile_suggests_in_flight(service):
     for asker in askers:
         asker.join(5)
     assert sorted(set(answers)) <= [0, 200, 429]
+
+
+@pytest.mark.slow
+def test_ten_thousand_observations_on_the_convolution_family_answer_in_seconds(tmp_path):
+    """The documented maximum of observations (a 2.3 MB body) on the bundled convolution
+    family (the A100 and MI250X caches, real measurements, ingest/samples/LICENSES.md): 231 s
+    and 5.9 GB before the model's bound (issue 30, case 2)."""
+    import gzip
+    import itertools
+    import json
+    import random
+    import tracemalloc
+
+    from ingest.readers import read_any
+    from ingest.samples import SAMPLES_DIR, TARGETS_DIR
+    from memory_service.core.schemas.suggest import SuggestRequest
+    from memory_service.core.settings import Settings
+    from memory_service.service import MemoryService
+
+    settings = Settings(data_dir=tmp_path, embedder="hashing", index="memory", model_wait_s=600)
+    service = MemoryService(settings)
+    try:
+        service.ingest(read_any(sorted((SAMPLES_DIR / "kerneltuner" / "convolution").glob("*.gz"))))
+        with gzip.open(TARGETS_DIR / "convolution" / "W6600.json.gz", "rt") as packed:
+            doc = json.load(packed)
+        keys, params = doc["tune_params_keys"], doc["tune_params"]
+        times = {tuple(e[k] for k in keys): e["time"] for e in doc["cache"].values()}
+        product = list(itertools.product(*(params[k] for k in keys)))
+        random.Random(0).shuffle(product)
+        observations = []
+        for key in product[:10_000]:
+            ms = times.get(key)
+            feasible = isinstance(ms, float) and ms > 0
+            observations.append(
+                {"config": dict(zip(keys, key, strict=True)), "feasible": feasible}
+                | ({"latency_ms": ms} if feasible else {})
+            )
+        body = {"task": {"op": "convolution"}, "context": {"chip": "W6600"}, "k": 5}
+        body["space"] = {"params": params}
+        service.suggest(SuggestRequest.model_validate({**body, "observations": observations[:5]}))
+        request = SuggestRequest.model_validate({**body, "observations": observations})
+        tracemalloc.start()
+        started = time.monotonic()
+        try:
+            answer = service.suggest(request)
+            took = time.monotonic() - started
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert [s.source for s in answer.suggestions] == ["model"] * 5
+        assert took < 30, f"{took:.1f} s"
+        assert peak < 256 * 2**20, f"peak {peak / 2**20:.0f} MB"
+    finally:
+        service.close()
