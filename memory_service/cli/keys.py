@@ -26,7 +26,7 @@ keys_app = typer.Typer(
 def _engine(data_dir: Path | None) -> tuple[Engine, Settings]:
     """The store's engine (keys need no embedder or index, so no whole service is opened, and
     keys can be made while `tunemem serve` owns the data directory)."""
-    from memory_service.core.store import Store
+    from memory_service.core.sql.store import Store
 
     settings = settings_for(data_dir)
     return Store.open(settings, exclusive=False).engine, settings
@@ -42,7 +42,7 @@ def keys_create(
     """Create a key; its secret is printed once (only a hash is stored)."""
     from sqlmodel import Session
 
-    from memory_service.core.auth import create_key
+    from memory_service.core.access.keys import create_key
 
     engine, settings = _engine(data_dir)
 
@@ -60,7 +60,7 @@ def keys_list(data_dir: DataDirOpt = None) -> None:
     """List keys (ids, roles, tenants; never the secrets)."""
     from sqlmodel import Session
 
-    from memory_service.core.auth import list_keys
+    from memory_service.core.access.keys import list_keys
 
     engine, _ = _engine(data_dir)
     table = Table("id", "role", "tenant", "name", "created", "revoked")
@@ -77,7 +77,7 @@ def keys_revoke(key_id: str, data_dir: DataDirOpt = None) -> None:
     """Revoke a key; requests with it get 401 from then on (the store stays keyed)."""
     from sqlmodel import Session
 
-    from memory_service.core.auth import revoke_key
+    from memory_service.core.access.keys import revoke_key
 
     engine, _ = _engine(data_dir)
 
@@ -97,7 +97,7 @@ def keys_open(data_dir: DataDirOpt = None) -> None:
     """
     from sqlmodel import Session
 
-    from memory_service.core.auth import open_store
+    from memory_service.core.access.keys import open_store
 
     engine, _ = _engine(data_dir)
 

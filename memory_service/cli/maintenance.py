@@ -41,7 +41,7 @@ def migrate_cmd(
     # Imported here: alembic and SQLAlchemy cost every other command seconds of start-up.
     from alembic.util.exc import CommandError
 
-    from memory_service.core.store import create_store_engine, current_revision, migrate
+    from memory_service.core.sql.store import create_store_engine, current_revision, migrate
 
     settings = settings_for(data_dir)
     if not settings.database_url:

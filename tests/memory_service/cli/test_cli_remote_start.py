@@ -26,7 +26,7 @@ HEAVY = (
     "onnxruntime",
     "torch",
     "memory_service.service",
-    "memory_service.core.store",
+    "memory_service.core.sql.store",
 )
 PROBE = """
 import json, sys
