@@ -11,6 +11,7 @@ import typer
 from memory_service.cli.common import DataDirOpt, err, fail, open_local, settings_for
 
 if TYPE_CHECKING:
+    from memory_service.core.sql.dir_lock import DataDirInUse
     from memory_service.service import MemoryService
 
 
@@ -64,9 +65,14 @@ def serve(
         )
         return
 
+    from memory_service.core.sql.dir_lock import DataDirInUse
     from memory_service.http.app import create_app
+    from memory_service.service import MemoryService
 
-    service = open_local(data_dir)
+    try:
+        service = MemoryService(settings_for(data_dir))
+    except DataDirInUse as exc:
+        fail(refusal_to_serve(exc), code=1)
     if seed or service.settings.seed_samples:
         seed_samples(service)
     # SQL is written before the index: a crash between the two is mended here, before serving.
@@ -80,6 +86,19 @@ def serve(
     app = create_app(service)
     freeze_startup_heap()
     uvicorn.run(app, **options)  # type: ignore[arg-type]
+
+
+def refusal_to_serve(exc: DataDirInUse) -> str:
+    """Why `serve` cannot open a store another process owns, and what to do instead: `serve`
+    has no --url, so the advice of the other commands (go through the owner) does not fit."""
+    who = f"process {exc.pid}" if exc.pid else "another process"
+    if exc.url:
+        return (
+            f"the embedded store {exc.data_dir} is in use: {who} already serves it on "
+            f"{exc.url}; use that server (its address is the one your tools and commands "
+            f"take), stop it, or serve another store with --data-dir DIR"
+        )
+    return f"{exc}; or serve another store with --data-dir DIR"
 
 
 def freeze_startup_heap() -> None:
