@@ -54,7 +54,7 @@ install-triton: $(SERVE_STAMP)
 	$(UV_INSTALL) -e '.[server,kernels]'
 
 run: $(SERVE_STAMP)
-	@echo "make: starting tunemem on http://$(HOST):$(PORT) (an empty store is seeded first)"
+	@echo "make: starting tunemem on http://$(HOST):$(PORT) (Ctrl-C stops it)"
 	@$(PROGRESS) --label starting --until 'Uvicorn running|Application startup complete' -- \
 		$(BIN)/tunemem serve --seed --host $(HOST) --port $(PORT)
 

@@ -79,6 +79,7 @@ def serve(
     fixed = service.repair_index()
     if fixed["added"] or fixed["removed"]:
         err.print(f"index repaired: {fixed['added']} lessons added, {fixed['removed']} dropped")
+    warm_up(service)
     local_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     bracketed = f"[{local_host}]" if ":" in local_host else local_host
     service.store.advertise(f"http://{bracketed}:{port}")  # named to processes it refuses
@@ -99,6 +100,21 @@ def refusal_to_serve(exc: DataDirInUse) -> str:
             f"take), stop it, or serve another store with --data-dir DIR"
         )
     return f"{exc}; or serve another store with --data-dir DIR"
+
+
+def warm_up(service: MemoryService) -> None:
+    """One embedding and one index query before serving: the model's inference session and
+    the index's files load at their first use, which made the first retrieve of a warm
+    `make run` take 16.5 s. A warm-up that fails only says so: the first request will load
+    them instead."""
+    started = time.monotonic()
+    try:
+        vector = service.embedder.embed(["warm-up: tile sizes of a kernel on a GPU"])[0]
+        service.index.query(vector, 1, service.settings.tenant)
+    except Exception as exc:  # noqa: BLE001 - serving must not depend on the warm-up
+        err.print(f"warm-up failed ({exc}); the first request loads the model instead")
+        return
+    err.print(f"model and index loaded ({time.monotonic() - started:.1f} s)")
 
 
 def freeze_startup_heap() -> None:
