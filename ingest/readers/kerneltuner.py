@@ -107,18 +107,18 @@ def read(
     attempts: list[AttemptRecord] = []
     first_stamp = None
     numeric = numeric_parameters(declared)
+    rejects: list[RejectedRecord] = []
     for key, entry in doc["cache"].items():
         attempt = _attempt(len(attempts), keys, key, entry, declared, numeric)
         if isinstance(attempt, str):
-            yield RejectedRecord(str(path), f"cache[{key!r}]", attempt)
+            rejects.append(RejectedRecord(str(path), f"cache[{key!r}]", attempt))
             continue
         attempts.append(attempt)
         if first_stamp is None and isinstance(entry.get("timestamp"), str):
             first_stamp = entry["timestamp"]
     if not attempts:
-        raise FormatMismatchError(
-            path, f"the cache holds no usable configuration (of {len(doc['cache'])} entries)"
-        )
+        raise FormatMismatchError(path, _no_usable_entry(doc["cache"], keys, rejects))
+    yield from rejects
     problem_size = doc.get("problem_size")
     yield TrajectoryRecord(
         source_format=FORMAT,
@@ -139,6 +139,22 @@ def read(
             "path": str(path),
             **({"open_cache": True} if was_open else {}),
         },
+    )
+
+
+def _no_usable_entry(cache: dict[str, Any], keys: list[str], rejects: list[RejectedRecord]) -> str:
+    """Why a cache gave no attempt, once for the file: when no entry is usable, the layout is
+    one this reader does not know (a newer Kernel Tuner's, say), and a reject per entry would
+    hide that."""
+    if not cache:
+        return "the cache holds no usable configuration (it has no entries yet)"
+    first_key, first = next(iter(cache.items()))
+    fields = sorted(first)[:12] if isinstance(first, dict) else type(first).__name__
+    return (
+        f"the cache holds no usable configuration: an unrecognised layout, none of its "
+        f"{len(cache)} entries is usable (the first, {first_key!r}: {rejects[0].reason}; its "
+        f"fields: {fields}; the parameters expected: {keys}); if a newer Kernel Tuner wrote "
+        "it, please report its layout"
     )
 
 

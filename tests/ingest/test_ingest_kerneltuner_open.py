@@ -64,3 +64,24 @@ def test_an_open_cache_with_no_entry_yet_is_no_trajectory(tmp_path: Path) -> Non
     opened.write_text(text[: text.index('"cache": {') + len('"cache": {')])
     with pytest.raises(FormatMismatchError, match="no usable configuration"):
         list(kerneltuner.read(opened))
+
+
+def test_a_layout_with_no_usable_entry_is_one_file_level_line(tmp_path: Path) -> None:
+    """A layout the reader does not know gave one reject per entry (301 for a real cache) and
+    no line saying the layout was the problem (issue 31)."""
+    closed, _ = write_caches(tmp_path)
+    doc = json.loads(closed.read_text())
+    # An invented future layout: the parameters nested under "params", times under "results".
+    doc["cache"] = {
+        key: {"params": {"block": e["block"], "tile": e["tile"]}, "results": {"t": e["time"]}}
+        for key, e in doc["cache"].items()
+    }
+    newer = tmp_path / "newer.json"
+    newer.write_text(json.dumps(doc))
+    records = []
+    with pytest.raises(FormatMismatchError) as refused:
+        records.extend(kerneltuner.read(newer))
+    assert records == []  # no reject per entry
+    text = str(refused.value)
+    assert "unrecognised layout" in text and "none of its 6 entries" in text
+    assert "'params'" in text and "['block', 'tile']" in text
