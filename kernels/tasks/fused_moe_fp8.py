@@ -17,11 +17,13 @@ from kernels.tasks.base import ConfigViolation, KernelTask, Tolerance, random_no
 from kernels.tasks.fused_moe import (
     FP8_MAX,
     MOE_FORBIDDEN,
-    TASK as BF16_TASK,
     check_config,
     fused_experts,
     moe_shape,
     route,
+)
+from kernels.tasks.fused_moe import (
+    TASK as BF16_TASK,
 )
 
 FP8 = torch.float8_e4m3fn
@@ -45,7 +47,11 @@ def make_inputs(dims: dict[str, int], dtype: torch.dtype, device: str, seed: int
     weights, ids = route(m, experts, top_k, device, seed + 31)
     a1 = (x.abs().amax().clamp(min=1e-12) / FP8_MAX).reshape(1)
     w1s, w2s = per_expert_scale(w1), per_expert_scale(w2)
-    xq, w1q, w2q = quantise(x, a1), quantise(w1, w1s[:, None, None]), quantise(w2, w2s[:, None, None])
+    xq, w1q, w2q = (
+        quantise(x, a1),
+        quantise(w1, w1s[:, None, None]),
+        quantise(w2, w2s[:, None, None]),
+    )
     peak = torch.zeros((), device=device)
     for e in torch.unique(ids).tolist():
         rows = torch.nonzero(ids == e, as_tuple=True)[0]
