@@ -130,6 +130,17 @@ def markdown(report: dict[str, Any]) -> str:
                 f"{_fmt(_speed(row, 'tool_no_memory'))} | {_fmt(_speed(row, 'sample384'))} | "
                 f"{_fmt(_speed(row, 'copy_nearest'))} | {_fmt(_speed(row, 'vllm_default'))} |"
             )
+        sweep = case.get("budget_sweep") or []
+        if sweep:
+            lines += [
+                "",
+                "| budget | arm | mean speed | share >= 0.98 |",
+                "| ---: | --- | ---: | ---: |",
+            ]
+            lines += [
+                f"| {s['budget']} | {s['arm']} | {s['mean_speed']:.3f} | {s['share_at_0.98']:.2f} |"
+                for s in sweep
+            ]
         lines += [
             "",
             "End to end (sum over batch sizes, weighted equally): "

@@ -1,10 +1,11 @@
 """`tunemem bench moe`: `tunemem tune moe` replayed on a recorded H200 landscape, against the
 full search's stand-in, "copy the nearest GPU's shipped file" and vLLM's default.
 
-The memory is a fresh service behind HTTP holding vLLM's shipped files (`--shipped`, no H200
-file among them) and nothing measured on the H200; the tool reaches it over HTTP as a user's
-would. Its timing function looks each configuration up in the landscape recorded on the H200
-by `kernels.moe_sweep` (`--landscape`), and its space is restricted to the recorded
+Each run of the tool gets a fresh memory: a service behind HTTP holding vLLM's shipped files
+(`--shipped`, no H200 file among them) and nothing measured on the H200; the tool reaches it
+over HTTP as a user's would, and what it reports feeds its own later rounds only. Its timing
+function looks each configuration up in the landscape recorded on the H200 by
+`kernels.moe_sweep` (`--landscape`), and its space is restricted to the recorded
 configurations (the seeded 384-sample of vLLM's 1,920, the nearby shipped ones and vLLM's
 defaults), so every configuration it can ask for has a time. The same tool also runs without a
 memory (its documented fallback). Writes replay.json / replay.md, the tool's trajectories and
@@ -14,9 +15,11 @@ the vLLM files it produced under `--out`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +54,39 @@ def replay_benchmark(case: Case):
     return benchmark
 
 
-def tool_arm(case: Case, url: str | None, budget: int, seed: int) -> dict[str, Any]:
+class Memories:
+    """A fresh memory per tool run: a service behind HTTP holding the shipped files only, so
+    no run sees another's H200 measurements."""
+
+    def __init__(self, shipped: Path) -> None:
+        from memory_service.core.embedding.factory import create_embedder
+
+        self.shipped = shipped
+        self.embedder = create_embedder("minilm")
+        self.ingest_summary: Any = None
+
+    @contextlib.contextmanager
+    def fresh(self) -> Iterator[str]:
+        from bench.learning.run import LiveService
+        from bench.live.memories import SERVICE_SETTINGS
+        from ingest.readers import read_any
+
+        live = LiveService(SERVICE_SETTINGS, embedder=self.embedder)
+        try:
+            self.ingest_summary = live.service.ingest(read_any([self.shipped]))
+            yield live.url
+        finally:
+            live.close()
+
+
+def tool_arm(case: Case, memories: Memories | None, budget: int, seed: int) -> dict[str, Any]:
+    if memories is None:
+        return _tool_arm(case, None, budget, seed)
+    with memories.fresh() as url:
+        return _tool_arm(case, url, budget, seed)
+
+
+def _tool_arm(case: Case, url: str | None, budget: int, seed: int) -> dict[str, Any]:
     from agent_client.tuners.moe import MoeShape, tune_moe
 
     shape = MoeShape(case.experts, case.n, case.hidden, case.top_k, case.dtype)
@@ -93,9 +128,33 @@ def tool_arm(case: Case, url: str | None, budget: int, seed: int) -> dict[str, A
     }
 
 
-def run_case(case: Case, shipped_dir: Path, url: str, budget: int, seed: int) -> dict[str, Any]:
-    shipped = nearest_file(case, shipped_dir)
-    with_memory = tool_arm(case, url, budget, seed)
+def budget_sweep(
+    case: Case, memories: Memories, budgets: list[int], seed: int
+) -> list[dict[str, Any]]:
+    """The tool with and without the memory at smaller budgets: mean speed, share >= 0.98."""
+    out = []
+    for budget in budgets:
+        for label, memory in (("memory", memories), ("no memory", None)):
+            per_m = tool_arm(case, memory, budget, seed)["per_m"]
+            speeds = [
+                case.best(m)[0] / per_m[m]["us"] if per_m[m]["us"] else 0.0
+                for m in case.batch_sizes
+            ]
+            out.append(
+                {
+                    "budget": budget,
+                    "arm": label,
+                    "speeds": speeds,
+                    "mean_speed": sum(speeds) / len(speeds),
+                    "share_at_0.98": sum(s >= 0.98 for s in speeds) / len(speeds),
+                }
+            )
+    return out
+
+
+def run_case(case: Case, memories: Memories, budget: int, seed: int) -> dict[str, Any]:
+    shipped = nearest_file(case, memories.shipped)
+    with_memory = tool_arm(case, memories, budget, seed)
     without = tool_arm(case, None, budget, seed)
     rows = []
     for m in case.batch_sizes:
@@ -154,6 +213,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--budget", type=int, default=32, help="timed configurations per batch size"
     )
+    parser.add_argument(
+        "--sweep-budgets",
+        type=int,
+        nargs="*",
+        default=[8, 16],
+        help="smaller budgets to run the tool at as well",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cases", nargs="*", default=[c[0] for c in CASES])
     args = parser.parse_args(argv)
@@ -165,20 +231,15 @@ def main(argv: list[str] | None = None) -> int:
     cases = [load_case(args.landscape, name) for name in args.cases]
 
     from bench.common.results import machine, write_result
-    from bench.learning.run import LiveService
-    from bench.live.memories import SERVICE_SETTINGS
-    from ingest.readers import read_any
 
-    live = LiveService(SERVICE_SETTINGS)
-    try:
-        summary = live.service.ingest(read_any([args.shipped]))
-        results = []
-        for case in cases:
-            result = run_case(case, args.shipped, live.url, args.budget, args.seed)
-            write_artifacts(args.out, result)
-            results.append(result)
-    finally:
-        live.close()
+    memories = Memories(args.shipped)
+    results = []
+    for case in cases:
+        result = run_case(case, memories, args.budget, args.seed)
+        result["budget_sweep"] = budget_sweep(case, memories, args.sweep_budgets, args.seed)
+        write_artifacts(args.out, result)
+        results.append(result)
+    summary = memories.ingest_summary
     report = {
         "command": "tunemem bench moe " + " ".join(argv if argv is not None else sys.argv[1:]),
         "machine": machine(),
