@@ -40,6 +40,9 @@ DEFAULT_LANDSCAPE = ROOT / "bench" / "results" / "moe" / "h200-landscape"
 DEFAULT_SHIPPED = ROOT.parent / "shared" / "data" / "vllm_fused_moe"
 DEFAULT_OUT = ROOT / "bench" / "results" / "moe"
 DEVICE = "NVIDIA H200"
+# The benchmark's memory waits for its model builds (model_wait_s), so the tool waits longer
+# than its 10 s default rather than go on without the memory after one slow build.
+TOOL_TIMEOUT_S = 120.0
 
 
 def replay_benchmark(case: Case):
@@ -101,6 +104,7 @@ def _tool_arm(case: Case, url: str | None, budget: int, seed: int) -> dict[str, 
         budget=budget,
         space=space,
         seed=seed,
+        timeout_s=TOOL_TIMEOUT_S,
     )
     wall = time.perf_counter() - started
     per_m = {}
