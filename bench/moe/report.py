@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernels.moe_plan import HELD_OUT
+
 ARMS = ("tool", "tool_no_memory", "sample384", "copy_nearest", "vllm_default")
 LABELS = {
     "tool": "tune moe (memory)",
@@ -23,14 +25,14 @@ def _speed(row: dict[str, Any], arm: str) -> float | None:
     return row["reference_us"] / us if us else None
 
 
-def summarise(cases: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per arm over every (case, batch size): mean speed, the share at >= 0.98, timed
-    configurations, GPU seconds; per case the end-to-end sum ratio."""
-    out: dict[str, Any] = {"arms": {}, "cases": {}}
+def arm_figures(cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per arm over every (case, batch size) of `cases`: mean speed, the share at >= 0.98,
+    timed configurations, GPU seconds."""
+    out: dict[str, Any] = {}
     for arm in ARMS:
         speeds = [_speed(r, arm) for c in cases for r in c["rows"]]
         ok = [s for s in speeds if s is not None]
-        out["arms"][arm] = {
+        out[arm] = {
             "batch_sizes": len(speeds),
             "failed": len(speeds) - len(ok),
             "mean_speed": sum(ok) / len(speeds) if speeds else None,
@@ -38,6 +40,16 @@ def summarise(cases: list[dict[str, Any]]) -> dict[str, Any]:
             "max_timed_per_batch": max(r[arm]["timed"] for c in cases for r in c["rows"]),
             "gpu_s": sum(r[arm]["gpu_s"] for c in cases for r in c["rows"]),
         }
+    return out
+
+
+def summarise(cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """The arms' figures over every case, over the development and the held-out cases apart,
+    per case the end-to-end sum ratio, and the goals."""
+    out: dict[str, Any] = {"arms": arm_figures(cases), "cases": {}}
+    for part in ("development", "held_out"):
+        chosen = [c for c in cases if (c["case"] in HELD_OUT) == (part == "held_out")]
+        out[part] = arm_figures(chosen) if chosen else None
     for case in cases:
         ref = sum(r["reference_us"] for r in case["rows"])
         per_arm = {}
@@ -61,6 +73,10 @@ def summarise(cases: list[dict[str, Any]]) -> dict[str, Any]:
         > (out["arms"]["vllm_default"]["mean_speed"] or 0),
     }
     return out
+
+
+def held(case: dict[str, Any]) -> str:
+    return " (held out)" if case["case"] in HELD_OUT else ""
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -96,6 +112,14 @@ def markdown(report: dict[str, Any]) -> str:
             f"| {LABELS[arm]} | {_fmt(a['mean_speed'])} | {_fmt(a['share_at_goal'], 2)} | "
             f"{a['failed']} | {a['max_timed_per_batch']} | {a['gpu_s']:.1f} |"
         )
+    for part, title in (("development", "development cases"), ("held_out", "held-out cases")):
+        if summary.get(part):
+            cells = ", ".join(
+                f"{LABELS[a]} {_fmt(summary[part][a]['mean_speed'])} "
+                f"({_fmt(summary[part][a]['share_at_goal'], 2)} at >= 0.98)"
+                for a in ARMS
+            )
+            lines += ["", f"Mean speed on the {title}: {cells}."]
     g = summary["goals"]
     lines += [
         "",
@@ -111,8 +135,8 @@ def markdown(report: dict[str, Any]) -> str:
     for case in report["cases"]:
         e2e = summary["cases"][case["case"]]["end_to_end_speed"]
         lines += [
-            f"## {case['case']}: E={case['E']}, N={case['N']}, hidden {case['hidden']}, "
-            f"top-{case['topk']}, {case['dtype']} ({case['model']})",
+            f"## {case['case']}{held(case)}: E={case['E']}, N={case['N']}, "
+            f"hidden {case['hidden']}, top-{case['topk']}, {case['dtype']} ({case['model']})",
             "",
             f"Recorded configurations: {case['recorded_configs']}; nearest GPU's file: "
             f"`{case['nearest_file']}`; distinct configurations the tool timed: "
