@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         "--sweep-budgets",
         type=int,
         nargs="*",
-        default=[8, 16],
+        default=[8],
         help="smaller budgets to run the tool at as well",
     )
     parser.add_argument("--seed", type=int, default=0)
@@ -243,22 +243,23 @@ def main(argv: list[str] | None = None) -> int:
         result["budget_sweep"] = budget_sweep(case, memories, args.sweep_budgets, args.seed)
         write_artifacts(args.out, result)
         results.append(result)
-    summary = memories.ingest_summary
-    report = {
-        "command": "tunemem bench moe " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "machine": machine(),
-        "memory": {
-            "shipped_folder": str(args.shipped.name),
-            "ingest": _jsonable(summary),
-            "h200_measurements": 0,
-        },
-        "budget": args.budget,
-        "seed": args.seed,
-        "compile_core_s_per_config": COMPILE_CORE_S,
-        "cases": results,
-        "summary": summarise(results),
-    }
-    write_result(args.out, "replay", report, markdown(report))
+        # written after every case, so a run stopped early keeps the cases it finished
+        report = {
+            "command": "tunemem bench moe " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "machine": machine(),
+            "memory": {
+                "shipped_folder": str(args.shipped.name),
+                "ingest": _jsonable(memories.ingest_summary),
+                "h200_measurements": 0,
+            },
+            "budget": args.budget,
+            "sweep_budgets": args.sweep_budgets,
+            "seed": args.seed,
+            "compile_core_s_per_config": COMPILE_CORE_S,
+            "cases": results,
+            "summary": summarise(results),
+        }
+        write_result(args.out, "replay", report, markdown(report))
     return 0
 
 
