@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ingest.readers.vllm_moe import NAME_PATTERN
 from kernels.moe_space import (
     config_key,
     default_config,
@@ -44,6 +43,8 @@ HELD_OUT = ("mixtral-8x22b-tp4-bf16", "qwen3-30b-a3b-tp2-bf16")
 
 def shipped_files(folder: Path) -> list[dict[str, Any]]:
     """vLLM's tuned files in a folder: E, N, device, dtype and the per-batch-size configs."""
+    from ingest.readers.vllm_moe import NAME_PATTERN  # here: the GPU side needs no ingest
+
     files = []
     for path in sorted(folder.glob("*.json")):
         match = NAME_PATTERN.match(path.name)
