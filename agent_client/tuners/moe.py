@@ -122,7 +122,8 @@ def tune_moe(
         memory_url / client: the memory (None: no memory, the documented sample).
         device_name: the GPU's name as torch gives it (default: this GPU's).
         budget: configurations timed per batch size at most.
-        space: the configurations allowed (default: vLLM's 1,920 plus nearby shipped ones).
+        space: the configurations allowed (default: vLLM's 1,920 plus every configuration the
+            shipped files in the memory hold that this kernel takes).
         out: a folder for the file.
         seed: the seed of the rounds' random choices.
     """
