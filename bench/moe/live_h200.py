@@ -101,14 +101,17 @@ def main(argv: list[str] | None = None) -> int:
 
     dump = json.loads(args.shipped_dump.read_text())
     lessons = dump["lessons"]
+
     # The chip similarities were computed where `platforms` runs (its GPU database is not
     # installed on the GPU machine): the same numbers the tool computes itself.
-    tuner.chip_similarities = lambda _device, chips: {
-        c: dump["similarity"].get(c, 0.0) for c in chips
-    }
+    def similarities(target: str, chips: set[str]) -> dict[str, float]:
+        return {c: dump["similarity"].get(c, 0.0) for c in chips}
+
+    tuner.chip_similarities = similarities
     args.out.mkdir(parents=True, exist_ok=True)
     runs = {}
-    for label, client in (("shipped", ShippedOnly(lessons)), ("no-memory", None)):
+    clients: list[tuple[str, Any]] = [("shipped", ShippedOnly(lessons)), ("no-memory", None)]
+    for label, client in clients:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             result = tune_moe(
@@ -118,16 +121,19 @@ def main(argv: list[str] | None = None) -> int:
                 client=client,
                 budget=args.budget,
                 out=args.out / label,
-            )  # type: ignore[arg-type]
+            )
         runs[label] = result
         print(
-            label, {m: (len(r), result.best(m)["us"]) for m, r in result.timed.items()}, flush=True
+            label,
+            {m: (len(r), _best(result, m)["us"]) for m, r in result.timed.items()},
+            flush=True,
         )
     recorded = load_landscape(args.landscape)
     problem = MoeProblem(experts, n, hidden, top_k, dtype)
     rows = []
     for m in sizes:
-        ref_config, ref_us = min((v for v in recorded[m].values() if v[1]), key=lambda v: v[1])
+        timed = [(config, us) for config, us in recorded[m].values() if us is not None]
+        ref_config, ref_us = min(timed, key=lambda v: v[1])
         row: dict[str, Any] = {
             "m": m,
             "recorded_best": ref_config,
@@ -135,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             "recorded_best_now_us": problem.time_config(ref_config, m).us,
         }
         for label, result in runs.items():
-            best = result.best(m)
+            best = _best(result, m)
             row[label] = {
                 "config": best["config"],
                 "us_in_run": best["us"],
@@ -153,6 +159,13 @@ def main(argv: list[str] | None = None) -> int:
     }
     (args.out / "live.json").write_text(json.dumps(body, indent=1, default=str))
     return 0
+
+
+def _best(result: Any, m: int) -> dict[str, Any]:
+    best = result.best(m)
+    if best is None:
+        raise RuntimeError(f"no configuration ran at batch size {m}")
+    return dict(best)
 
 
 if __name__ == "__main__":
