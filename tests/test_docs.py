@@ -37,6 +37,7 @@ RUN_PAGES = [
     "docs/platforms.md",
     "docs/kernel-tuner.md",
     "docs/api.md",
+    "docs/vllm.md",
 ]
 ALL_PAGES = sorted(["README.md", *(str(p.relative_to(REPO)) for p in REPO.glob("docs/*.md"))])
 BLOCK = re.compile(
