@@ -6,7 +6,8 @@
     tune_kernel(..., strategy=MemoryStrategy(url="http://127.0.0.1:8000"),
                 strategy_options={"max_fevals": 20})
 
-Kernel Tuner calls `tune(searchspace, runner, tuning_options)` (1.3 and later). Each round
+Kernel Tuner calls `tune(searchspace, runner, tuning_options)` (1.4 and later; 1.3 has no
+`tune_cache`, and its simulation runner names no device: see `device_name`). Each round
 asks `POST /v1/suggest` for k configurations of this kernel, problem size and device, sending
 the run's own observations so far, evaluates them through Kernel Tuner's own cost function (so
 `max_fevals`, the time limit, the cache and simulation mode behave as with any strategy),
@@ -35,16 +36,35 @@ from agent_client.tuners.memory_link import MemoryLink, Reporter, usable_suggest
 from ingest.chip_context import chip_context
 from ingest.readers.kerneltuner import op_name
 from ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
-from retrieval.suggest import Observation, SpaceExhausted, SuggestState, config_key
+from retrieval.suggest import Observation, SpaceExhausted, SuggestState, config_key, identity
 from retrieval.suggest_search import wide_search_step
 
 # Rounds in a row whose suggestions are all unusable (outside the space or its restrictions,
 # tried, malformed) before the memory is not asked again.
 IDLE_ROUNDS = 2
+# The most valid configurations the service takes in one request (its MAX_VALID): a larger
+# space is sent as its parameters alone, and suggestions outside the restrictions are skipped.
+VALID_SENT_MAX = 50_000
 
 
 def _warn(message: str) -> None:
     print(f"tunemem: {message}", file=sys.stderr)
+
+
+def device_name(runner: Any, warn: Callable[[str], None]) -> str | None:
+    """The device Kernel Tuner's runner runs on, as Kernel Tuner names it; None, with one
+    warning, from a runner that names none (Kernel Tuner 1.3's simulation runner has no
+    `get_device_info`): the memory then knows the run by its kernel and size only."""
+    get_info = getattr(runner, "get_device_info", None)
+    device = get_info() if callable(get_info) else getattr(runner, "dev", None)
+    name = getattr(device, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    warn(
+        "Kernel Tuner's runner names no device (Kernel Tuner 1.4 or later does): pass "
+        "chip=... to MemoryStrategy so that the memory knows which GPU this run is on"
+    )
+    return None
 
 
 class MemoryStrategy:
@@ -139,7 +159,7 @@ class _Run:
             "kernel": self.kernel,
             "signature": {"problem_size": problem, "tune_params_keys": self.names},
         }
-        device = strategy.chip or getattr(runner.get_device_info(), "name", None)
+        device = strategy.chip or device_name(runner, strategy.warn)
         self.chip = chip_context(device)
         self.context = {"chip": device}
         self.observations: list[Observation] = []
@@ -152,6 +172,7 @@ class _Run:
         self.rounds = 0
         self.idle_rounds = 0
         self.reporter = Reporter(self._report_failed)
+        self._valid_keys: set[tuple[Any, ...]] | None = None
 
     # ------------------------------------------------------------------ search
     def search(self) -> None:
@@ -168,8 +189,14 @@ class _Run:
         """The memory's next round, or None (and no more asking) when it cannot help."""
         assert self.strategy.client is not None
         space: dict[str, Any] = {"params": {n: list(v) for n, v in self.space.items()}}
-        if self.valid is not None:
+        if self.valid is not None and len(self.valid) <= VALID_SENT_MAX:
             space["valid"] = [dict(zip(self.names, c, strict=True)) for c in self.valid]
+        elif self.valid is not None and self.rounds == 0:
+            self.strategy.warn(
+                f"the space has {len(self.valid):,} valid configurations, more than the memory "
+                f"takes in one request ({VALID_SENT_MAX:,}): it is asked over the parameters "
+                "alone, and what it suggests outside your restrictions is skipped"
+            )
         observations = [
             {"config": dict(o.config), "latency_ms": o.latency_ms, "feasible": o.feasible}
             for o in self.observations
@@ -189,7 +216,8 @@ class _Run:
             return None
         self.rounds += 1
         tried = [config_key(self.space, o.config) for o in self.observations]
-        suggestions, refused = usable_suggestions(answer, self.space, self.valid, tried)
+        valid = self.valid_keys() if self.valid is not None else None
+        suggestions, refused = usable_suggestions(answer, self.space, valid, tried, known=True)
         if self.rounds == 1 and not refused and all(s.source == "search" for s in suggestions):
             self._give_up(
                 f"the memory holds nothing for {self.kernel} on {self.context['chip']}; "
@@ -208,6 +236,12 @@ class _Run:
         retrieval_id = answer.get("retrieval_id")
         retrieval_id = retrieval_id if isinstance(retrieval_id, str) and retrieval_id else None
         return [(s.config, retrieval_id, s.lessons, s.source or "memory") for s in suggestions]
+
+    def valid_keys(self) -> set[tuple[Any, ...]]:
+        """The valid configurations as identity keys (`retrieval.suggest.identity`), built once."""
+        if self._valid_keys is None:
+            self._valid_keys = {identity(key) for key in self.valid or ()}
+        return self._valid_keys
 
     def _give_up(self, message: str) -> None:
         if self.memory:

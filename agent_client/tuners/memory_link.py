@@ -25,6 +25,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -316,13 +317,20 @@ def usable_suggestions(
     space: Mapping[str, Sequence[Any]],
     valid: Iterable[tuple[Any, ...]] | None,
     tried: Iterable[tuple[Any, ...]],
+    *,
+    known: bool = False,
 ) -> tuple[list[Usable], int]:
     """The suggestions of `answer` the user's own space admits (see the module), each once, in
-    the memory's order; and how many were refused."""
+    the memory's order; and how many were refused. `known`: `valid` is already a set of
+    identity keys (a caller asking many rounds builds it once)."""
     items, refused = suggestion_list(answer)
     names = list(space)
     allowed = {name: tuple(values) for name, values in space.items()}
-    valid_keys = {identity(key) for key in valid} if valid is not None else None
+    valid_keys: AbstractSet[tuple[Any, ...]] | None = None
+    if valid is not None:
+        valid_keys = (
+            valid if known and isinstance(valid, AbstractSet) else {identity(k) for k in valid}
+        )
     taken = {identity(key) for key in tried}
     out: list[Usable] = []
     for item in items:
