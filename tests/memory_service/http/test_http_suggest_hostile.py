@@ -209,41 +209,62 @@ def test_suggests_past_the_concurrency_cap_get_429_busy(make_service, monkeypatc
         assert client.post("/v1/suggest", json=body).status_code == 200  # the slot is free
 
 
-def test_the_server_stops_with_hostile_suggests_in_flight(service):
-    """Eight suggests of a space Python cannot tell apart used to spin for good, and a stop
-    (what SIGTERM asks of uvicorn) then waited on them for good."""
+def test_sigterm_stops_the_server_with_hostile_suggests_in_flight(tmp_path):
+    """Eight suggests of a space Python cannot tell apart used to spin for good; `tunemem
+    serve` is stopped by SIGTERM with them in flight."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+
     import httpx
-    import uvicorn
 
-    config = uvicorn.Config(create_app(service), host="127.0.0.1", port=0, log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    body = {"task": TASK, "space": {"params": {f"p{i}": [0, False] for i in range(6)}}, "k": 3}
-    answers: list[int] = []
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "TUNEMEM_EMBEDDER": "hashing", "TUNEMEM_INDEX": "memory"}
+    command = [sys.executable, "-m", "memory_service.cli", "serve", "--port", str(port)]
+    server = subprocess.Popen(
+        [*command, "--data-dir", str(tmp_path / "store")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        body = {"task": TASK, "space": {"params": {f"p{i}": [0, False] for i in range(6)}}, "k": 3}
+        answers: list[int] = []
 
-    def ask() -> None:
+        def ask() -> None:
+            try:
+                answers.append(httpx.post(f"{url}/v1/suggest", json=body, timeout=60).status_code)
+            except httpx.HTTPError:
+                answers.append(0)
+
+        askers = [threading.Thread(target=ask, daemon=True) for _ in range(8)]
+        for asker in askers:
+            asker.start()
+        time.sleep(2.0)
+        server.send_signal(signal.SIGTERM)
         try:
-            answers.append(
-                httpx.post(f"http://127.0.0.1:{port}/v1/suggest", json=body, timeout=60).status_code
-            )
-        except httpx.HTTPError:
-            answers.append(0)
-
-    askers = [threading.Thread(target=ask, daemon=True) for _ in range(8)]
-    for asker in askers:
-        asker.start()
-    time.sleep(1.0)
-    server.should_exit = True
-    thread.join(30)
-    assert not thread.is_alive(), "the server did not stop with suggests in flight"
-    for asker in askers:
-        asker.join(5)
-    assert set(answers) <= {0, 200, 429}
+            server.wait(timeout=45)
+        except subprocess.TimeoutExpired:
+            pytest.fail("tunemem serve did not stop on SIGTERM with suggests in flight")
+        for asker in askers:
+            asker.join(5)
+        assert 200 in answers and set(answers) <= {0, 200, 429}
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
 
 
 @pytest.mark.slow
