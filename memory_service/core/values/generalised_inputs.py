@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -317,8 +317,10 @@ class Evidence:
         stage: str,
         target: str,
         settings: GeneralisedSettings,
+        outcome_weights: Mapping[str, Mapping[str, float]] | None = None,
     ) -> dict[str, ValueEstimate]:
-        """Generalised value estimates of the candidates on the target chip."""
+        """Generalised value estimates of the candidates on the target chip; `outcome_weights`:
+        per lesson, chip -> the weight of one outcome there (a toolchain's discounts)."""
         evidence = self.reaches(session, tenant)
         stats: dict[str, dict[str, ScopeStats]] = {lid: {} for lid in lesson_ids}
         if lesson_ids:
@@ -379,6 +381,7 @@ class Evidence:
                 if trust
                 else evidence.effects.get(lid),
                 trust=_chip_trust(evidence, lid, trust) if trust else None,
+                evidence_weight=(outcome_weights or {}).get(lid),
             )
         return out
 

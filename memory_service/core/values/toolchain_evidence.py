@@ -45,6 +45,7 @@ from retrieval.transfer import ScopeValue
 from retrieval.values import ScopeStats, ValueEstimate, update_stats, value_estimate
 
 GLOBAL = "global"
+CHIP_PREFIX = "chip:"
 
 
 def toolchain_key(versions: Mapping[str, Any]) -> str:
@@ -189,7 +190,7 @@ class QueryToolchains:
         backend: str | None,
         policy: ToolchainPolicy,
     ):
-        self.lesson_ids, self.chain = lesson_ids, chain
+        self.lesson_ids, self.chain, self.stage = lesson_ids, chain, stage
         self.current, self.backend, self.policy = dict(current), backend, policy
         self.rows: dict[str, dict[str, list[LessonEvidence]]] = defaultdict(
             lambda: defaultdict(list)
@@ -242,6 +243,38 @@ class QueryToolchains:
             for scope, stats in self.stats[lesson_id].items()
         }
         return scope_weights(by_scope, self.current, self.backend, self.policy)
+
+    def chip_weights(self, session: Session) -> dict[str, dict[str, float]]:
+        """Per lesson, chip -> the weight of one of its outcomes on that chip (the generalised
+        value's own and neighbour terms; chips whose outcomes are all current are left out)."""
+        rows: dict[str, dict[str, list[LessonEvidence]]] = defaultdict(lambda: defaultdict(list))
+        counts: dict[str, dict[str, int]] = defaultdict(dict)
+        if not self.lesson_ids:
+            return {}
+        for row in session.exec(
+            select(LessonEvidence).where(
+                col(LessonEvidence.lesson_id).in_(self.lesson_ids),
+                LessonEvidence.stage == self.stage,
+                col(LessonEvidence.scope).startswith(CHIP_PREFIX),
+            )
+        ):
+            rows[row.lesson_id][row.scope].append(row)
+        for value in session.exec(
+            select(LessonValue).where(
+                col(LessonValue.lesson_id).in_(self.lesson_ids),
+                LessonValue.stage == self.stage,
+                col(LessonValue.scope).startswith(CHIP_PREFIX),
+            )
+        ):
+            counts[value.lesson_id][value.scope] = value.n
+        out = {}
+        for lid, by_scope in counts.items():
+            pieces = {
+                s: evidence_pieces(None, rows[lid].get(s, []), n) for s, n in by_scope.items()
+            }
+            weights = scope_weights(pieces, self.current, self.backend, self.policy)
+            out[lid] = {scope[len(CHIP_PREFIX) :]: w for scope, w in weights.items()}
+        return out
 
     def estimates(self, ranking: RankingSettings) -> dict[str, ValueEstimate]:
         """Each candidate's value with superseded evidence discounted (DESIGN section 5)."""
