@@ -51,9 +51,9 @@ class Knob:
 
     def bounds_text(self) -> str:
         if self.choices:
-            return " | ".join(self.choices)
+            return " or ".join(self.choices)
         if self.kind is bool:
-            return "true | false"
+            return "true or false"
         low = "" if self.low is None else f"{self.low:g} {'<' if self.open_low else '≤'} "
         high = "" if self.high is None else f" ≤ {self.high:g}"
         return f"{low}{self.kind.__name__}{high}"
@@ -209,3 +209,7 @@ def markdown_table() -> str:
             f" {knob.description} |"
         )
     return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown_table(), end="")
