@@ -22,6 +22,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 import platforms
+from ingest.records import is_feasible
 from memory_service.core.errors import InvalidInput
 from memory_service.core.schemas.audit import (
     LessonBriefPublic,
@@ -148,7 +149,7 @@ def _recorded_spaces(session: Session, op: str | None, tenant: str) -> list[_Rec
     for trajectory_id, params, compiled, correct, error_category, latency_ms in attempts:
         if not params:
             continue
-        feasible = compiled and correct is not False and error_category is None
+        feasible = is_feasible(compiled, correct, error_category)
         timed = latency_ms if feasible and latency_ms is not None and latency_ms > 0 else None
         key = config_key(params)
         space = latency[trajectory_id]

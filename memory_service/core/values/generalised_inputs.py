@@ -21,6 +21,7 @@ from sqlalchemy import func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col
 
+from ingest.records import is_feasible
 from memory_service.core.schemas.values import ClaimsPublic
 from memory_service.core.sql.tables import (
     Attempt,
@@ -30,7 +31,6 @@ from memory_service.core.sql.tables import (
     Retrieval,
     Trajectory,
 )
-from memory_service.core.values.lesson_values import is_feasible
 from retrieval.generalised import (
     GeneralisedSettings,
     affinities,
@@ -107,7 +107,7 @@ def _load_space(
     ):
         if not params:
             continue
-        feasible = compiled and correct is not False and error_category is None
+        feasible = is_feasible(compiled, correct, error_category)
         timed = latency_ms if feasible and latency_ms is not None and latency_ms > 0 else None
         key = config_key(params)
         previous = latency.get(key)

@@ -12,14 +12,10 @@ from datetime import datetime
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, delete, select
 
+from ingest.records import is_feasible
 from memory_service.core.sql.tables import Lesson, LessonValue, Outcome, TaskRewardStat
 from retrieval.rewards import RewardStats, stage_reward
 from retrieval.values import ScopeStats, update_stats
-
-
-def is_feasible(compiled: bool, correct: bool | None, error: str | None) -> bool:
-    """Feasible = compiled and verified correct (an unverified attempt is not feasible)."""
-    return bool(compiled) and correct is True
 
 
 def compute_reward(
