@@ -2,7 +2,8 @@
 
 Each outcome is gathered under the toolchain its retrieval's context named; `LessonEvidence`
 counts outcomes per (lesson, stage, scope, toolchain), written with every report and rebuilt
-from the outcome log by `values rebuild`. A lesson's source run dates it too: its provenance
+from the outcome log by `values rebuild` (the `ToolchainEvidence` projection,
+`values.projections`). A lesson's source run dates it too: its provenance
 holds the toolchain of the trajectory it was distilled from (older stores: looked up there).
 The arithmetic (status, discount, staleness) lives in `retrieval.toolchain`.
 """
@@ -15,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlmodel import Session, col, delete, select
+from sqlmodel import Session, col, select
 
 from memory_service.core.schemas.learning import RetrievedLesson, RetrieveRequest
 from memory_service.core.schemas.transfer import (
@@ -31,7 +32,6 @@ from memory_service.core.sql.tables import (
     Retrieval,
     Trajectory,
 )
-from memory_service.core.values.lesson_values import OwnLessons
 from retrieval.ranking import RankingSettings
 from retrieval.toolchain import (
     Staleness,
@@ -95,33 +95,6 @@ def retrieval_contexts(session: Session, retrieval_ids: Iterable[str]) -> dict[s
         ):
             found[rid] = context
     return found
-
-
-def rebuild_evidence(session: Session, tenant: str | None = None) -> int:
-    """Recompute LessonEvidence (of one tenant's lessons, or all) from the outcome log;
-    returns the outcomes replayed."""
-    outcomes_query = select(Outcome).order_by(col(Outcome.id))
-    if tenant is None:
-        session.exec(delete(LessonEvidence))  # type: ignore[call-overload]
-    else:
-        own = select(Lesson.id).where(Lesson.tenant == tenant)
-        session.exec(delete(LessonEvidence).where(col(LessonEvidence.lesson_id).in_(own)))  # type: ignore[call-overload]
-        outcomes_query = outcomes_query.where(Outcome.tenant == tenant)
-    session.flush()
-    outcomes = session.exec(outcomes_query).all()
-    contexts = retrieval_contexts(session, (o.retrieval_id for o in outcomes))
-    owned = OwnLessons(session)
-    for outcome in outcomes:
-        record_evidence(
-            session,
-            owned.of(outcome),
-            outcome.stage,
-            outcome.scope_chain,
-            contexts.get(outcome.retrieval_id),
-            outcome.created_at,
-        )
-        session.flush()
-    return len(outcomes)
 
 
 def source_toolchains(session: Session, lessons: Iterable[Lesson]) -> dict[str, dict[str, str]]:
