@@ -1,4 +1,4 @@
-""" "Feasible" is defined once (`ingest.records.is_feasible`): recorded attempts, runner results
+"""One definition of feasible (`ingest.records.is_feasible`): recorded attempts, runner results
 and reported outcomes all use it."""
 
 from __future__ import annotations
