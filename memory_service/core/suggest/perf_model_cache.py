@@ -28,6 +28,7 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import col, select
 
+from ingest.records import is_feasible
 from ingest.validate import MAX_LATENCY_MS, MIN_LATENCY_MS, scalar_problem
 from memory_service.core.sql.store import Store
 from memory_service.core.sql.tables import Attempt, Trajectory
@@ -59,7 +60,7 @@ def problem_key(signature: dict[str, Any] | None) -> str:
 
 
 def _latency(attempt: Attempt) -> float | None:
-    ok = attempt.compiled and attempt.correct is not False and attempt.error_category is None
+    ok = is_feasible(attempt.compiled, attempt.correct, attempt.error_category)
     ms = attempt.latency_ms
     if not ok or not isinstance(ms, int | float) or not MIN_LATENCY_MS <= ms <= MAX_LATENCY_MS:
         return None
