@@ -242,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.orders,
                 args.options,
                 settings,
+                policy,
             )
         ]
         found = cold_summary(rows)

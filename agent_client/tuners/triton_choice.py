@@ -68,6 +68,7 @@ def choose(
         timed,
         tuning.policy if bench is not None else RoundPolicy(opening=1.0),
         seed=f"{tuning.seed}:{sorted(key.items())}",
+        features=features(params),
     )
     result = search.run(opening)
     found: Any
@@ -82,6 +83,27 @@ def choose(
     chosen = [by_key[found] for found in pending.origins]
     decided(tuning, pending, chosen, "memory")
     return chosen
+
+
+def features(params: dict[ParamsKey, dict[str, Any]]) -> dict[ParamsKey, tuple[float, ...]]:
+    """Each configuration as a point in [0, 1] per parameter: its value's rank among the given
+    values of that parameter (numbers in order, so 64 lies between 32 and 128)."""
+    names = sorted({name for config in params.values() for name in config})
+    ranks: dict[str, dict[str, float]] = {}
+    for name in names:
+        values = {repr(c.get(name)): c.get(name) for c in params.values()}
+        order = sorted(values, key=lambda v: _sortable(values[v]))
+        span = max(1, len(order) - 1)
+        ranks[name] = {v: i / span for i, v in enumerate(order)}
+    return {
+        k: tuple(ranks[name][repr(config.get(name))] for name in names)
+        for k, config in params.items()
+    }
+
+
+def _sortable(value: Any) -> tuple[int, float, str]:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return (0, float(value), "") if number else (1, 0.0, repr(value))
 
 
 def _everything(tuning: MemoryTuning, pending: Pending, configs: list[Any], how: str) -> list[Any]:

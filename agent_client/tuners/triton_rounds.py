@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,8 +50,9 @@ class RoundPolicy:
         step: share of the ceiling each later round takes (at least one).
         min_gain: a later round whose best is not faster than the best before it by this share
             ends the search (the key is next to what the memory knows).
-        explore: share of each later round drawn at random from the untimed configurations
-            (rounded; 0 leaves exploration to the memory's own search).
+        explore: share of each later round spent on the untimed configurations farthest from
+            every one timed so far (space-filling, over the configurations' features; at
+            random without features), rounded; 0 leaves exploration to the memory's search.
     """
 
     opening: float = 0.5
@@ -121,6 +122,7 @@ class RoundSearch:
         bench: Bench,
         policy: RoundPolicy | None = None,
         seed: Any = 0,
+        features: Mapping[Any, Sequence[float]] | None = None,
     ) -> None:
         if ceiling < 1:
             raise ValueError(f"the ceiling is at least one timing, not {ceiling}")
@@ -130,6 +132,7 @@ class RoundSearch:
         self.bench = bench
         self.policy = policy or RoundPolicy()
         self.rng = random.Random(str(seed))
+        self.features = features
 
     def run(self, opening: list[Pick] | None = None) -> SearchResult:
         """Search; `opening` is the first round's picks when the caller already has them."""
@@ -165,7 +168,7 @@ class RoundSearch:
                 result.stopped = "the memory stopped answering"
                 picks = []
                 n_random = size
-            picks = [*picks, *self._random(result, known, picks, n_random)]
+            picks = [*picks, *self._spread(result, picks, n_random)]
         return result
 
     def _fresh(self, picks: list[Pick], result: SearchResult, known: set[ConfigId]) -> list[Pick]:
@@ -178,11 +181,27 @@ class RoundSearch:
                     seen.add(pick.config)
         return out[: self.ceiling - len(result.timings)]
 
-    def _random(
-        self, result: SearchResult, known: set[ConfigId], picks: list[Pick], n: int
-    ) -> list[Pick]:
+    def _spread(self, result: SearchResult, picks: list[Pick], n: int) -> list[Pick]:
+        """n untimed configurations, each the farthest from all timed and picked so far."""
         if n <= 0:
             return []
-        taken = set(result.timings) | {p.config for p in picks}
-        rest = [c for c in self.configs if c not in taken]
-        return [Pick(c, "explore") for c in self.rng.sample(rest, min(n, len(rest)))]
+        taken = [*result.timings, *(p.config for p in picks)]
+        rest = [c for c in self.configs if c not in set(taken)]
+        self.rng.shuffle(rest)  # ties (and no features) go by the seed
+        features = self.features
+        if features is None:
+            return [Pick(c, "explore") for c in rest[:n]]
+        points = [tuple(features[c]) for c in taken if c in features]
+        out: list[Pick] = []
+        for _ in range(min(n, len(rest))):
+            far = max(rest, key=lambda c: _nearest(tuple(features[c]), points))
+            rest.remove(far)
+            points.append(tuple(features[far]))
+            out.append(Pick(far, "explore"))
+        return out
+
+
+def _nearest(point: tuple[float, ...], points: list[tuple[float, ...]]) -> float:
+    if not points:
+        return math.inf
+    return min(math.dist(point, other) for other in points)
