@@ -81,6 +81,7 @@ def _tuning(url: str, task: Any, top_k: float, explore: float, **kwargs: Any) ->
         kernel=task.kernel,
         signature=lambda named: {**named, "dtype": dtype},
         context=H200,
+        timeout_s=120.0,  # a suggest waits for the model trained on what was just reported
         **kwargs,
     )
 
@@ -165,7 +166,10 @@ def cold_task(
                 pending = tuning._pending
                 tuning.report(pending, key.bench(timed))
                 if not tuning.flush(120.0) or tuning.reports[-1]["error"]:
-                    raise RuntimeError(f"{name} {shape}: the report did not reach the memory")
+                    error = tuning.reports[-1]["error"]
+                    raise RuntimeError(
+                        f"{name} {shape}: the report did not reach the memory ({error})"
+                    )
                 rows.append(_row(tuning, key, timed, order=order, position=position))
         finally:
             tuning.client.close()
