@@ -40,6 +40,12 @@ def column_prior(
 def _rationale(s: ModelSuggestion, n_configs: int) -> str:
     chips = ", ".join(f"{c} {w:.2f}" for c, w in sorted(s.chips.items(), key=lambda x: -x[1]))
     drivers = ", ".join(f"{p}={v} (x{r:.2f})" for p, v, r in s.drivers)
+    if s.purpose == "explore":
+        return (
+            f"exploring: the memory's confidence here is {s.confidence:.2f}, so this is the "
+            f"untried configuration farthest from those tried among the promising half "
+            f"(predicted {s.fraction:.2f} of the optimum, {s.interval[0]:.2f}-{s.interval[1]:.2f})"
+        )
     return (
         f"predicted {s.fraction:.2f} of the optimum ({s.interval[0]:.2f}-{s.interval[1]:.2f}) "
         f"from the stored spaces of {chips} ({n_configs} configurations) and "
@@ -109,6 +115,8 @@ class ModelSearch:
                         "n_observations": s.n_observations,
                         "configurations": self.built.n_configs,
                         "drivers": [{"param": p, "value": v, "ratio": r} for p, v, r in s.drivers],
+                        "confidence": s.confidence,
+                        "purpose": s.purpose,
                     },
                 )
             )
