@@ -137,9 +137,15 @@ def ask(
             f"memory:{s.get('source', '')}",
             tuple(str(lesson["id"]) for lesson in s.get("lessons") or []),
             retrieval_id,
+            _confidence(s.get("prediction")),
         )
         for s in answer.get("suggestions") or []
     ]
+
+
+def _confidence(prediction: Any) -> float | None:
+    value = prediction.get("confidence") if isinstance(prediction, dict) else None
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
 
 
 def decided(tuning: MemoryTuning, pending: Pending, configs: list[Any], how: str) -> None:
@@ -153,6 +159,7 @@ def decided(tuning: MemoryTuning, pending: Pending, configs: list[Any], how: str
         "timed": len(configs),
         "how": how,
         "rounds": [len(r.timed) for r in search.rounds] if search else [],
+        "confidence": [r.confidence for r in search.rounds] if search else [],
         "stopped": search.stopped if search else how,
         "retrieval_id": pending.retrieval_id,
         "origins": [pending.origins.get(params_key(p), "given") for p in pending.timed],

@@ -5,10 +5,13 @@ one key. The first round times the memory's best (what it suggests with no obser
 later round sends every timing of the key so far back with the question (`POST /v1/suggest`
 with `observations`), so the memory's performance model refits within the key and its search
 moves around the run's own best, and times what comes back. The search stops when the ceiling
-is spent, when the memory has nothing new, or when a round of the run's own suggestions finds
-nothing faster than the best so far by `min_gain`: a key next to a remembered one stops after
-the opening and one round, a key far from everything remembered keeps finding faster
-configurations and spends the ceiling.
+is spent, when the memory has nothing new, or when the memory is sure of this key and a round
+finds nothing faster: the performance model's confidence (the rank correlation of its
+predictions with the key's own timings, which its suggestions carry) is at least `sure` and the
+round's best is not faster than the best before it by `min_gain`. A key next to a remembered
+one (the model ranks its timings right) stops after the opening and a round or two; a key far
+from everything remembered (the model ranks them wrong, or there is no model) spends the
+ceiling.
 
 The caller supplies two functions: `ask(observations, k)` (the memory's next k configurations,
 or None when it cannot answer) and `bench(keys)` (timings in ms, inf for a failure; the drop-in
@@ -35,6 +38,7 @@ class Pick:
     origin: str  # "memory:<source>" (exemplar, preference, model, search) or "explore"
     lessons: tuple[str, ...] = ()
     retrieval_id: str | None = None
+    confidence: float | None = None  # the model's confidence in this key, where it said
 
 
 Ask = Callable[[list[tuple[ConfigId, float]], int], list[Pick] | None]
@@ -49,7 +53,8 @@ class RoundPolicy:
         opening: share of the ceiling the first round takes (the memory's best, at least one).
         step: share of the ceiling each later round takes (at least one).
         min_gain: a later round whose best is not faster than the best before it by this share
-            ends the search (the key is next to what the memory knows).
+            ends the search, when the memory is sure of the key (0: never ends it early).
+        sure: the model's confidence from which the memory counts as sure of the key.
         explore: share of each later round spent on the untimed configurations farthest from
             every one timed so far (space-filling, over the configurations' features; at
             random without features), rounded; 0 leaves exploration to the memory's search.
@@ -59,9 +64,10 @@ class RoundPolicy:
     step: float = 0.25
     min_gain: float = 0.01
     explore: float = 0.0
+    sure: float = 0.7
 
     def __post_init__(self) -> None:
-        for name in ("opening", "step", "explore"):
+        for name in ("opening", "step", "explore", "sure"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} is a share between 0 and 1, not {value!r}")
@@ -83,6 +89,7 @@ class Round:
     timed: list[ConfigId]
     best_before_ms: float | None
     best_ms: float | None
+    confidence: float | None = None
 
     @property
     def gain(self) -> float | None:
@@ -150,16 +157,17 @@ class RoundSearch:
             for pick in fresh:
                 result.picks[pick.config] = pick
                 result.timings[pick.config] = float(timed.get(pick.config, math.inf))
-            done = Round(size, [p.config for p in fresh], before, result.best_ms())
+            said = [p.confidence for p in fresh if p.confidence is not None]
+            confidence = said[-1] if said else None
+            done = Round(size, [p.config for p in fresh], before, result.best_ms(), confidence)
             result.rounds.append(done)
             left = self.ceiling - len(result.timings)
             if left <= 0:
                 result.stopped = "the ceiling is spent"
                 break
-            if len(result.rounds) > 1 and (done.gain is None or done.gain < self.policy.min_gain):
-                if before is not None:
-                    result.stopped = "a round found nothing faster: next to what is remembered"
-                    break
+            if self._sure(result, done, before):
+                result.stopped = "the memory is sure of this key and a round found nothing faster"
+                break
             size = min(left, self.policy.step_size(self.ceiling))
             observed = list(result.timings.items())
             n_random = round(size * self.policy.explore) if len(result.rounds) else 0
@@ -170,6 +178,12 @@ class RoundSearch:
                 n_random = size
             picks = [*picks, *self._spread(result, picks, n_random)]
         return result
+
+    def _sure(self, result: SearchResult, done: Round, before: float | None) -> bool:
+        if len(result.rounds) < 2 or before is None or done.confidence is None:
+            return False
+        stalled = done.gain is not None and done.gain < self.policy.min_gain
+        return stalled and done.confidence >= self.policy.sure
 
     def _fresh(self, picks: list[Pick], result: SearchResult, known: set[ConfigId]) -> list[Pick]:
         out: list[Pick] = []

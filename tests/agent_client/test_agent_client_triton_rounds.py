@@ -2,7 +2,8 @@
 
 Configurations are integers 0..n-1 with invented latencies; `ask` plays a memory that answers
 from a fixed ranking and, once it has observations, with the untimed neighbours of the best so
-far (as the service's search does). The tests are about how the ceiling is spent.
+far (as the service's search does), saying how confident its model is of the key. The tests
+are about how the ceiling is spent.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ def landscape(best: int, n: int = 40) -> dict[int, float]:
 class NeighbourMemory:
     """Answers the opening from `ranking`, later rounds with the best's untimed neighbours."""
 
-    def __init__(self, ranking: list[int]) -> None:
+    def __init__(self, ranking: list[int], confidence: float | None = None) -> None:
         self.ranking = ranking
+        self.confidence = confidence  # what the model says of this key in later rounds
         self.questions: list[tuple[list[tuple[int, float]], int]] = []
 
     def __call__(self, observed: list[tuple[int, float]], k: int) -> list[Pick] | None:
@@ -36,7 +38,7 @@ class NeighbourMemory:
         for step in range(1, 40):
             for c in (best - step, best + step):
                 if 0 <= c < 40 and c not in timed and len(out) < k:
-                    out.append(Pick(c, "memory:search", (), "r2"))
+                    out.append(Pick(c, "memory:model", (), "r2", self.confidence))
         return out
 
 
@@ -50,7 +52,9 @@ def bench_of(times: dict[int, float], log: list[list[int]]):
 
 def test_a_far_key_spends_the_ceiling_walking_to_its_best():
     times = landscape(best=30)
-    memory = NeighbourMemory(ranking=[22, 10, 5, 6])  # remembered from a key whose best was 10
+    memory = NeighbourMemory(
+        ranking=[22, 10, 5, 6], confidence=0.9
+    )  # remembered from a key whose best was 10
     batches: list[list[int]] = []
     result = RoundSearch(range(40), 8, memory, bench_of(times, batches)).run()
     assert len(result.timings) == 8  # the whole ceiling, never more
@@ -63,17 +67,28 @@ def test_a_far_key_spends_the_ceiling_walking_to_its_best():
 
 def test_a_key_next_to_a_remembered_one_stops_early():
     times = landscape(best=10)
-    memory = NeighbourMemory(ranking=[10, 11, 9, 12])  # the memory's best is this key's best
+    # The memory's best is this key's best, and its model ranks the key's timings right.
+    memory = NeighbourMemory(ranking=[10, 11, 9, 12], confidence=0.9)
     result = RoundSearch(range(40), 8, memory, bench_of(times, [])).run()
     assert result.best == 10
     assert len(result.timings) == 6  # opening and one round that found nothing faster
-    assert result.stopped.startswith("a round found nothing faster")
+    assert result.stopped.startswith("the memory is sure of this key")
     assert result.rounds[1].gain == pytest.approx(0.0)
+    assert result.rounds[1].confidence == 0.9
+
+
+@pytest.mark.parametrize("confidence", [None, 0.3])
+def test_a_stalled_key_the_memory_is_unsure_of_spends_the_ceiling(confidence):
+    times = landscape(best=10)
+    memory = NeighbourMemory(ranking=[10, 11, 9, 12], confidence=confidence)
+    result = RoundSearch(range(40), 8, memory, bench_of(times, [])).run()
+    assert len(result.timings) == 8
+    assert result.stopped == "the ceiling is spent"
 
 
 def test_min_gain_zero_always_spends_the_ceiling():
     times = landscape(best=10)
-    memory = NeighbourMemory(ranking=[10, 11, 9, 12])
+    memory = NeighbourMemory(ranking=[10, 11, 9, 12], confidence=0.9)
     result = RoundSearch(range(40), 8, memory, bench_of(times, []), RoundPolicy(min_gain=0)).run()
     assert len(result.timings) == 8
 
