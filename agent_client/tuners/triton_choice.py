@@ -9,6 +9,7 @@ search in rounds (`triton_rounds.RoundSearch`) with Triton's benchmarking, and t
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -55,10 +56,15 @@ def choose(
         tuning._warn(f"the memory at {tuning.memory_url} has nothing for {task['kernel']} here")
         return _everything(tuning, pending, configs, "the memory had nothing: every configuration")
 
+    bench_s = 0.0
+
     def timed(ids: list[Any]) -> dict[Any, float]:
+        nonlocal bench_s
         if bench is None:
             return {}
+        started = time.perf_counter()
         measured = bench([by_key[i] for i in ids])
+        bench_s += time.perf_counter() - started
         return {i: timing_ms(measured[by_key[i]]) for i in ids if by_key[i] in measured}
 
     search = RoundSearch(
@@ -82,6 +88,8 @@ def choose(
     pending.search = result
     chosen = [by_key[found] for found in pending.origins]
     decided(tuning, pending, chosen, "memory")
+    assert tuning.last_decision is not None
+    tuning.last_decision["bench_s"] = bench_s
     return chosen
 
 

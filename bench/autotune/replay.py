@@ -51,6 +51,7 @@ class RecordedKey:
         self._key = lambda c: json.dumps(config_dict(task, c), sort_keys=True)
         self.given = [c for c in triton_configs(task) if self._key(c) in self.measured]
         self.best_ms = min(self.measured.values())
+        self.best_config = json.loads(min(self.measured, key=lambda c: self.measured[c]))
 
     def ms(self, config: Any) -> float:
         return float(self.measured[self._key(config)])

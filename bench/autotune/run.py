@@ -61,6 +61,12 @@ def parser() -> argparse.ArgumentParser:
         help="run only the full autotune arm and save its results (for --full-from)",
     )
     p.add_argument(
+        "--cold",
+        action="store_true",
+        help="the cold protocol: an empty memory per kernel and key order (bench.autotune.cold)",
+    )
+    p.add_argument("--orders", type=int, nargs="+", default=[0], help="cold key orders (seeds)")
+    p.add_argument(
         "--full-from",
         type=Path,
         help="take the full arm's results from an earlier --full-only run's JSON",
@@ -302,6 +308,11 @@ def main(argv: list[str] | None = None) -> int:
 
         if not torch.cuda.is_available():
             raise RuntimeError("bench autotune needs an NVIDIA GPU with CUDA; none is visible")
+    if args.cold:
+        from bench.autotune.cold import ColdAutotuneBench, render_cold
+
+        print(render_cold(ColdAutotuneBench(args).run()))
+        return 0
     report = AutotuneBench(args).run()
     if not args.full_only:
         print(render_markdown(report))
