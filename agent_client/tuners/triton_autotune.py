@@ -54,9 +54,9 @@ class MemoryTuning:
         top_k: configurations to time for a new key, as Triton's own `prune_configs_by` top_k:
             an int (a count) or a float <= 1.0 (a fraction of the given configurations, at
             least one).
-        explore: the share of each round after the first drawn at random from the untimed
-            configurations (rounded); the rest of a round is what the memory suggests from the
-            key's timings so far.
+        explore: the share of each round after the opening spent on the untimed
+            configurations farthest from everything timed (space-filling); the rest of a round
+            is what the memory suggests from the key's timings so far.
         op, kernel: how the memory names the operator and the kernel (default: the kernel
             function's name for both).
         signature: (named_args) -> the problem's signature; default: the key arguments' values
@@ -75,7 +75,7 @@ class MemoryTuning:
         memory_url: str,
         *,
         top_k: int | float = 5,
-        explore: float = 0.2,
+        explore: float = 0.5,
         op: str | None = None,
         kernel: str | None = None,
         signature: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
@@ -97,7 +97,7 @@ class MemoryTuning:
         self.top_k = top_k
         self.explore = explore
         base = policy or RoundPolicy()
-        self.policy = RoundPolicy(base.opening, base.step, base.min_gain, explore)
+        self.policy = RoundPolicy(base.opening, base.step, base.min_gain, explore, base.sure)
         self.op = op
         self.kernel = kernel
         self.signature = signature
@@ -329,7 +329,7 @@ def hook(
     /,
     *,
     top_k: int | float = 5,
-    explore: float = 0.2,
+    explore: float = 0.5,
     **memory: Any,
 ) -> Any:
     """Give an existing `@triton.autotune` kernel a memory; returns the same kernel.
@@ -355,7 +355,7 @@ def autotune(
     *,
     memory_url: str,
     top_k: int | float = 5,
-    explore: float = 0.2,
+    explore: float = 0.5,
     **memory: Any,
 ) -> Callable[[Any], Any]:
     """`triton.autotune` (its arguments, `cache_results` too where Triton has it) plus

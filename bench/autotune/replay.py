@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tasks", default="softmax,rmsnorm,decode_attention,attention,gemm")
     p.add_argument("--sweeps", type=Path, default=Path("bench/results/h200"))
     p.add_argument("--top-k", type=float, nargs="+", default=[3, 4, 5, 6])
-    p.add_argument("--explore", type=float, default=0.0)
+    p.add_argument("--explore", type=float, default=0.5, help="the drop-in's explore")
     p.add_argument("--options", type=json.loads, default=None, help="ranking options (JSON)")
     p.add_argument("--cold", action="store_true", help="the cold protocol (see the module)")
     p.add_argument("--orders", type=int, nargs="+", default=[0, 1, 2], help="cold key orders")
@@ -232,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
 
     chosen = {"opening": args.opening, "step": args.step, "min_gain": args.min_gain}
     policy = RoundPolicy(**{k: v for k, v in chosen.items() if v is not None})
+    policy = RoundPolicy(policy.opening, policy.step, policy.min_gain, args.explore, policy.sure)
     tasks = [t for t in args.tasks.split(",") if t]
     if args.cold:
         if len(args.top_k) != 1:

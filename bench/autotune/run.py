@@ -47,7 +47,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--trajectories", type=Path, default=Path("bench/results/h200"))
     p.add_argument("--out", type=Path, default=Path("bench/results"))
     p.add_argument("--top-k", type=float, default=5, help="configurations the drop-in times")
-    p.add_argument("--explore", type=float, default=0.2, help="their exploration share")
+    p.add_argument("--explore", type=float, default=0.5, help="the drop-in's exploration share")
     p.add_argument("--options", type=json.loads, default=None, help="ranking options (JSON)")
     p.add_argument("--rounds", type=int, default=5, help="interleaved re-timing rounds")
     p.add_argument("--workers", type=int, default=8, help="memories prepared at once")

@@ -245,7 +245,7 @@ def bench_autotune(
     ] = "softmax,rmsnorm,decode_attention,attention,gemm",
     shapes: Annotated[int, typer.Option(help="shapes per task (0: all)")] = 0,
     top_k: Annotated[float, typer.Option(help="configurations the drop-in times")] = 5,
-    explore: Annotated[float, typer.Option(help="their exploration share")] = 0.2,
+    explore: Annotated[float, typer.Option(help="the drop-in's exploration share")] = 0.5,
     rounds: Annotated[int, typer.Option(help="interleaved re-timing rounds")] = 5,
     sweeps: Annotated[Path, typer.Option(help="recorded sweeps")] = Path("bench/results/h200"),
     trajectories: Annotated[Path, typer.Option(help="where autotune-<task>.jsonl go")] = Path(
