@@ -138,17 +138,23 @@ def ask(
     answer = tuning._suggest(task, list(params.values()), k, observations)
     if answer is None:
         return None
-    retrieval_id = str(answer.get("retrieval_id") or "") or None
-    return [
-        Pick(
-            params_key(s.get("config") or {}),
-            f"memory:{s.get('source', '')}",
-            tuple(str(lesson["id"]) for lesson in s.get("lessons") or []),
-            retrieval_id,
-            _confidence(s.get("prediction")),
+    found = answer.get("retrieval_id")
+    retrieval_id = found if isinstance(found, str) and found else None
+    picks = []
+    suggestions = answer.get("suggestions")
+    for s in suggestions if isinstance(suggestions, list) else []:
+        try:  # a suggestion that is no configuration of the given list is never timed
+            config = params_key(s["config"])
+            lessons = tuple(str(lesson["id"]) for lesson in s.get("lessons") or [])
+        except (TypeError, KeyError, AttributeError):
+            continue
+        source = s.get("source", "")
+        picks.append(
+            Pick(
+                config, f"memory:{source}", lessons, retrieval_id, _confidence(s.get("prediction"))
+            )
         )
-        for s in answer.get("suggestions") or []
-    ]
+    return picks
 
 
 def _confidence(prediction: Any) -> float | None:
