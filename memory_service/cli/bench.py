@@ -259,6 +259,10 @@ def bench_autotune(
     workers: Annotated[int, typer.Option(help="memories prepared at once")] = 8,
     device: Annotated[str, typer.Option(help="cuda, or cpu (Triton interpreter)")] = "cuda",
     full_only: Annotated[bool, typer.Option(help="run only the full autotune arm")] = False,
+    cold: Annotated[
+        bool, typer.Option(help="from an empty memory, the shapes in seeded orders (--orders)")
+    ] = False,
+    orders: Annotated[str, typer.Option(help="--cold key orders, comma-separated seeds")] = "0",
     full_from: Annotated[
         Path | None, typer.Option(help="the full arm's results from a --full-only run")
     ] = None,
@@ -279,6 +283,7 @@ def bench_autotune(
         *("--trajectories", str(trajectories), "--out", str(out), "--name", name),
         *("--budget-s", str(budget_s), "--workers", str(workers), "--device", device),
         *(["--full-only"] if full_only else []),
+        *(["--cold", "--orders", *orders.split(",")] if cold else []),
         *(["--full-from", str(full_from)] if full_from else []),
         *(["--options", options] if options else []),
     ]
