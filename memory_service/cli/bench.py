@@ -277,13 +277,16 @@ def bench_autotune(
     if device not in ("cuda", "cpu"):
         err.print(f"error: --device must be cuda or cpu, not {device!r}")
         raise typer.Exit(2)
+    if cold and not all(o.strip().isdigit() for o in orders.split(",")):
+        err.print(f"error: --orders takes comma-separated seeds (0,1,2), not {orders!r}")
+        raise typer.Exit(2)
     argv = [
         *("--tasks", tasks, "--shapes", str(shapes), "--top-k", str(top_k)),
         *("--explore", str(explore), "--rounds", str(rounds), "--sweeps", str(sweeps)),
         *("--trajectories", str(trajectories), "--out", str(out), "--name", name),
         *("--budget-s", str(budget_s), "--workers", str(workers), "--device", device),
         *(["--full-only"] if full_only else []),
-        *(["--cold", "--orders", *orders.split(",")] if cold else []),
+        *(["--cold", "--orders", *(o.strip() for o in orders.split(","))] if cold else []),
         *(["--full-from", str(full_from)] if full_from else []),
         *(["--options", options] if options else []),
     ]
