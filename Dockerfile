@@ -10,7 +10,7 @@ ENV HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false \
     TUNEMEM_MODEL_CACHE=/opt/tunemem/models
 # The default embedder's ONNX graph, exported from the bundled weights at build, so no worker
 # exports it at its first start.
-RUN python -c "from memory_service.core.embedder import create_embedder; \
+RUN python -c "from memory_service.core.embedding.factory import create_embedder; \
 from memory_service.core.settings import Settings; s = Settings(); \
 create_embedder(s.embedder, s.embedding_model_path, s.embed_threads, s.model_cache)"
 EXPOSE 8000

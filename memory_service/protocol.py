@@ -12,23 +12,20 @@ from pathlib import Path
 from typing import Protocol
 
 from ingest.records import RejectedRecord, TrajectoryRecord
-from memory_service.core.audit_models import TransferAuditPublic
-from memory_service.core.models import (
-    IngestSummary,
+from memory_service.core.schemas.audit import TransferAuditPublic
+from memory_service.core.schemas.ingest import IngestSummary
+from memory_service.core.schemas.learning import LessonHistory, RetrieveRequest, RetrieveResponse
+from memory_service.core.schemas.lessons import (
     LessonCreate,
     LessonDetail,
     LessonFilter,
-    LessonHistory,
     LessonList,
     LessonPublic,
     LessonsCreated,
     LessonUpdate,
-    ReportRequest,
-    ReportResponse,
-    RetrieveRequest,
-    RetrieveResponse,
 )
-from memory_service.core.suggest_models import SuggestRequest, SuggestResponse
+from memory_service.core.schemas.outcomes import ReportRequest, ReportResponse
+from memory_service.core.schemas.suggest import SuggestRequest, SuggestResponse
 
 
 class MemoryAPI(Protocol):

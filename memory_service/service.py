@@ -16,41 +16,39 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from ingest.records import RejectedRecord, TrajectoryRecord
-from memory_service.core import auth, bundles
-from memory_service.core.audit import transfer_audit
-from memory_service.core.audit_models import TransferAuditPublic
-from memory_service.core.embedder import Embedder, create_embedder
-from memory_service.core.embedding_cache import DiskCachedEmbedder, EmbeddingCache
-from memory_service.core.evidence import Evidence
-from memory_service.core.index import VectorIndex
-from memory_service.core.index_pointers import IndexPointers
-from memory_service.core.indexes import create_index
-from memory_service.core.ingest import ingest_records
-from memory_service.core.learning import LearningLoop
-from memory_service.core.lessons import Lessons
-from memory_service.core.maintenance import Maintenance, ProgressFn
-from memory_service.core.models import (
-    IngestSummary,
+from memory_service.core.access import keys as auth
+from memory_service.core.audit.transfer import transfer_audit
+from memory_service.core.bundles import export_import as bundles
+from memory_service.core.embedding.cache import DiskCachedEmbedder, EmbeddingCache
+from memory_service.core.embedding.factory import Embedder, create_embedder
+from memory_service.core.ingest.store_runs import ingest_records
+from memory_service.core.learning.loop import LearningLoop
+from memory_service.core.lessons.part import Lessons
+from memory_service.core.maintenance.part import Maintenance, ProgressFn
+from memory_service.core.schemas.audit import TransferAuditPublic
+from memory_service.core.schemas.ingest import IngestSummary
+from memory_service.core.schemas.learning import LessonHistory, RetrieveRequest, RetrieveResponse
+from memory_service.core.schemas.lessons import (
     LessonCreate,
     LessonDetail,
     LessonFilter,
-    LessonHistory,
     LessonList,
     LessonPublic,
     LessonsCreated,
     LessonUpdate,
-    ReportRequest,
-    ReportResponse,
-    RetrieveRequest,
-    RetrieveResponse,
 )
-from memory_service.core.perf_models import PerformanceModels
-from memory_service.core.perf_suggest import ModelSuggester
+from memory_service.core.schemas.outcomes import ReportRequest, ReportResponse
+from memory_service.core.schemas.suggest import SuggestRequest, SuggestResponse
 from memory_service.core.settings import Settings
-from memory_service.core.store import Store
-from memory_service.core.suggest_models import SuggestRequest, SuggestResponse
-from memory_service.core.suggestions import Suggestions
-from memory_service.core.vector_models import ModelCheckedIndex, VectorModels
+from memory_service.core.sql.store import Store
+from memory_service.core.suggest.model_suggester import ModelSuggester
+from memory_service.core.suggest.part import Suggestions
+from memory_service.core.suggest.perf_model_cache import PerformanceModels
+from memory_service.core.values.generalised_inputs import Evidence
+from memory_service.core.vectors.base import VectorIndex
+from memory_service.core.vectors.embedder_guard import ModelCheckedIndex, VectorModels
+from memory_service.core.vectors.factory import create_index
+from memory_service.core.vectors.pointers import IndexPointers
 
 
 class MemoryService:

@@ -30,7 +30,7 @@ SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 
 @pytest.fixture(scope="session")
 def embedder():
-    from memory_service.core.embedder import create_embedder
+    from memory_service.core.embedding.factory import create_embedder
 
     return create_embedder("minilm")
 

@@ -27,7 +27,7 @@ from memory_service.cli.common import (
     open_service,
     run_guarded,
 )
-from memory_service.core.audit_models import TransferAuditPublic
+from memory_service.core.schemas.audit import TransferAuditPublic
 from memory_service.http.audit_html import fill_advice, render_report
 from retrieval.toolchain import parse_toolchain
 

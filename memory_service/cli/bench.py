@@ -30,7 +30,7 @@ def bench_ingest(
     ] = ["minilm", "hashing"],  # noqa: B006
 ) -> None:
     """Ingest a folder into an empty store once per embedder; report attempts/s, lessons/s."""
-    from bench.ingest import run_ingest_bench
+    from bench.ingest.run import run_ingest_bench
 
     if not data.exists():
         err.print(f"error: {data} not found")
@@ -83,9 +83,9 @@ def bench_learning(
     ] = 0.0,
 ) -> None:
     """Learning benchmark on recorded search spaces (replay): loo or lifelong protocol."""
-    from bench.learning import ARMS, PROTOCOLS, run_learning_bench
-    from bench.learning_noise import MemoryNoise
-    from bench.learning_tasks import TaskDataError
+    from bench.learning.noise import MemoryNoise
+    from bench.learning.run import ARMS, PROTOCOLS, run_learning_bench
+    from bench.learning.tasks import TaskDataError
 
     try:
         memory_noise = MemoryNoise(sigma=noise, mislabel=mislabel)
@@ -159,7 +159,7 @@ _register_tuners_bench()
 
 
 def _register_service_bench() -> None:
-    from bench.service import bench_service
+    from bench.service.run import bench_service
 
     bench_app.command("service")(bench_service)
 
@@ -173,7 +173,7 @@ def bench_kernels(
     quick: Annotated[bool, typer.Option("--quick")] = False,
 ) -> None:
     """Triton kernels vs torch eager/compile and the hardware limit (needs an NVIDIA GPU)."""
-    from bench.kernels import run_kernel_bench
+    from bench.kernels.run import run_kernel_bench
 
     run_kernel_bench(out, quick=quick)
 
@@ -217,7 +217,7 @@ def bench_live(
 ) -> None:
     """The agent tunes held-out kernel shapes live on the GPU with memory of the other shapes
     (needs an NVIDIA GPU; not part of CI); writes live.json, live.md and trajectories."""
-    from bench.live import main as live_main
+    from bench.live.run import main as live_main
 
     argv = [
         *("--tasks", tasks, "--budget", str(budget), "--arms", arms, "--settings", settings),
@@ -268,7 +268,7 @@ def bench_autotune(
 ) -> None:
     """The full triton.autotune against the memory's drop-in on held-out kernel shapes: autotune
     wall seconds and the chosen configurations' speed (needs an NVIDIA GPU, or --device cpu)."""
-    from bench.autotune import main as autotune_main
+    from bench.autotune.run import main as autotune_main
 
     if device not in ("cuda", "cpu"):
         err.print(f"error: --device must be cuda or cpu, not {device!r}")

@@ -18,8 +18,8 @@ DEVELOPMENT = ("convolution", "dedispersion")  # the development caches (the def
 
 
 def parser() -> argparse.ArgumentParser:
-    from bench.tuners import DEFAULT_BUDGETS, MEMORY_MODES
-    from bench.tuners_sim import KT_STRATEGIES
+    from bench.tuners.run import DEFAULT_BUDGETS, MEMORY_MODES
+    from bench.tuners.simulation import KT_STRATEGIES
 
     p = argparse.ArgumentParser(
         prog="tunemem bench tuners",
@@ -77,13 +77,13 @@ def parser() -> argparse.ArgumentParser:
 
 def bench_tuners(ctx: typer.Context) -> None:
     """Kernel Tuner simulation: tunemem's strategy against Kernel Tuner's (--help: options)."""
-    from bench.learning_tasks import TaskDataError
-    from bench.tuners import run_tuners_bench
+    from bench.learning.tasks import TaskDataError
+    from bench.tuners.run import run_tuners_bench
 
     args = parser().parse_args(ctx.args)
     command = "tunemem bench tuners " + shlex.join(ctx.args)
     if args.merge:
-        from bench.tuners import merge_results
+        from bench.tuners.run import merge_results
 
         try:
             merge_results(list(args.merge), args.out, command)

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 import typer
 from rich.console import Console
 
-from memory_service.core.dirlock import DataDirInUse
 from memory_service.core.errors import ServiceError
 from memory_service.core.settings import Settings
+from memory_service.core.sql.dir_lock import DataDirInUse
 from memory_service.protocol import MemoryAPI
 from memory_service.remote import RemoteService
 

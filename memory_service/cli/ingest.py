@@ -23,7 +23,7 @@ from memory_service.cli.common import (
     run_guarded,
     settings_for,
 )
-from memory_service.core.models import IngestSummary
+from memory_service.core.schemas.ingest import IngestSummary
 from memory_service.protocol import MemoryAPI
 
 

@@ -11,9 +11,9 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from memory_service.cli.common import DataDirOpt, console, run_guarded, settings_for
-from memory_service.core.auth import create_key, list_keys, open_store, revoke_key
+from memory_service.core.access.keys import create_key, list_keys, open_store, revoke_key
 from memory_service.core.settings import Settings
-from memory_service.core.store import Store
+from memory_service.core.sql.store import Store
 
 keys_app = typer.Typer(
     help="API keys (bearer tokens with a role and a tenant).", no_args_is_help=True

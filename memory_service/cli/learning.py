@@ -49,7 +49,7 @@ def retrieve(
     as_json: JsonOpt = False,
 ) -> None:
     """Ask for the lessons that apply to a task in a context."""
-    from memory_service.core.models import RetrieveRequest
+    from memory_service.core.schemas.learning import RetrieveRequest
     from retrieval.toolchain import parse_toolchain
 
     try:
@@ -158,7 +158,7 @@ def report(
     data_dir: DataDirOpt = None,
 ) -> None:
     """Report what happened after an attempt; credited lessons' values move."""
-    from memory_service.core.models import ReportRequest
+    from memory_service.core.schemas.outcomes import ReportRequest
 
     if compiled and correct is None and not error:
         fail(

@@ -21,7 +21,7 @@ from memory_service.cli.common import (
     open_service,
     run_guarded,
 )
-from memory_service.core.models import LessonFilter, LessonList
+from memory_service.core.schemas.lessons import LessonFilter, LessonList
 
 lessons_app = typer.Typer(help="List, show, add and archive lessons.", no_args_is_help=True)
 
@@ -298,7 +298,7 @@ def lessons_add(
     """Add lessons from a JSON file (idempotent)."""
     from pydantic import ValidationError
 
-    from memory_service.core.models import LessonsCreate
+    from memory_service.core.schemas.lessons import LessonsCreate
 
     try:
         body = LessonsCreate(**json.loads(file.read_text()))

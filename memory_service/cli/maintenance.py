@@ -17,7 +17,7 @@ from memory_service.cli.common import (
     run_guarded,
     settings_for,
 )
-from memory_service.core.store import create_store_engine, current_revision, migrate
+from memory_service.core.sql.store import create_store_engine, current_revision, migrate
 
 values_app = typer.Typer(help="Lesson values (a view of the outcome log).", no_args_is_help=True)
 

@@ -72,7 +72,7 @@ def suggest(
     as_json: JsonOpt = False,
 ) -> None:
     """Suggest untried configurations of a parameter space, in the memory's order."""
-    from memory_service.core.suggest_models import SuggestRequest
+    from memory_service.core.schemas.suggest import SuggestRequest
 
     space_value = _json_arg(space, "--space")
     if isinstance(space_value, dict) and "params" not in space_value:

@@ -20,8 +20,8 @@ from prometheus_client import (
 )
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memory_service.core.access.quota import SharedWriteQuota
 from memory_service.core.errors import ServiceError
-from memory_service.core.quota import SharedWriteQuota
 from memory_service.http.deps import ServiceDep
 from memory_service.http.docs import install_offline_docs
 from memory_service.http.errors import (

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from html import escape
 
-from memory_service.core.audit_models import (
+from memory_service.core.schemas.audit import (
     LessonPairValuePublic,
     TransferAuditPublic,
     TransferPairPublic,

@@ -12,7 +12,7 @@ from typing import Annotated
 
 from fastapi import Depends, Header, Request
 
-from memory_service.core.auth import require
+from memory_service.core.access.keys import require
 from memory_service.service import MemoryService
 
 

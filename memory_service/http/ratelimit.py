@@ -4,7 +4,7 @@ uploads, so one runaway agent cannot flood the shared memory.
 Each key may write `per_minute` times in a burst and then `per_minute / 60` times a second;
 past that the request gets 429 `rate_limited` with `Retry-After` (seconds until one write is
 allowed again) and changes nothing. The buckets are rows of the SQL store
-(`memory_service.core.quota`), so the limit holds across all the API workers of one store.
+(`memory_service.core.access.quota`), so the limit holds across all the API workers of one store.
 Keyless loopback requests (the embedded default, one local user) are not limited.
 """
 
@@ -16,9 +16,9 @@ from typing import Annotated
 from fastapi import Depends, Header, Request
 from starlette.concurrency import run_in_threadpool
 
-from memory_service.core.auth import hash_key
+from memory_service.core.access.keys import hash_key
+from memory_service.core.access.quota import SharedWriteQuota
 from memory_service.core.errors import ServiceError
-from memory_service.core.quota import SharedWriteQuota
 from memory_service.http.deps import AgentDep, Caller
 
 

@@ -14,7 +14,8 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
-from memory_service.core.models import LessonDetail, LessonFilter, LessonList, OutcomePublic
+from memory_service.core.schemas.learning import OutcomePublic
+from memory_service.core.schemas.lessons import LessonDetail, LessonFilter, LessonList
 from retrieval.values import ScopeStats, update_stats
 
 STYLE = """

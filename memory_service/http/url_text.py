@@ -2,7 +2,7 @@
 the query string (`%00`) is answered 422 `invalid_text` before any route sees it, whether the
 route takes the value through a request model or as a plain query parameter. (A lone
 surrogate cannot arrive in a URL: its percent-encoded bytes are no UTF-8 and decode to U+FFFD,
-which is text.) Bodies are checked by the request models (`memory_service.core.inbound`)."""
+which is text.) Bodies are checked by the request models (`memory_service.core.schemas.inbound`)."""
 
 from __future__ import annotations
 

@@ -21,22 +21,19 @@ from mcp.server.mcpserver.tools.base import Tool
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from memory_service.core.audit_models import TransferAuditPublic
-from memory_service.core.models import (
+from memory_service.core.schemas.audit import TransferAuditPublic
+from memory_service.core.schemas.learning import LessonHistory, RetrieveRequest, RetrieveResponse
+from memory_service.core.schemas.lessons import (
     Applicability,
     LessonCreate,
     LessonDetail,
     LessonFilter,
-    LessonHistory,
     LessonKind,
     LessonList,
     LessonsCreated,
-    ReportRequest,
-    ReportResponse,
-    RetrieveRequest,
-    RetrieveResponse,
     Stage,
 )
+from memory_service.core.schemas.outcomes import ReportRequest, ReportResponse
 from memory_service.mcp.strict import service_errors, strict_tool
 from memory_service.mcp.suggest_tool import suggest_tool
 from memory_service.protocol import MemoryAPI

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 from mcp.server.mcpserver.tools.base import Tool
 from pydantic import Field
 
-from memory_service.core.models import Stage
-from memory_service.core.suggest_models import SuggestRequest, SuggestResponse
+from memory_service.core.schemas.lessons import Stage
+from memory_service.core.schemas.suggest import SuggestRequest, SuggestResponse
 from memory_service.mcp.strict import service_errors, strict_tool
 from memory_service.protocol import MemoryAPI
 

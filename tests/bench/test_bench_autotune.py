@@ -45,7 +45,7 @@ def synthetic_sweep(task, case) -> dict:
 
 
 def test_bench_autotune_protocol_on_the_interpreter(tmp_path, monkeypatch):
-    from bench.autotune import main
+    from bench.autotune.run import main
 
     task = get_task("decode_attention")
     sweeps = tmp_path / "sweeps"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.ingest import run_ingest_bench
+from bench.ingest.run import run_ingest_bench
 from ingest.samples import sample_paths
 
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from bench.learning_noise import MemoryNoise
-from bench.learning_tasks import Task, discover_tasks
+from bench.learning.noise import MemoryNoise
+from bench.learning.tasks import Task, discover_tasks
 
 pytest.importorskip("memory_service.http.app")
 
@@ -113,7 +113,7 @@ def test_bad_noise_is_refused() -> None:
 def test_lifelong_on_a_noisy_mislabelled_memory_scores_true_times(
     synthetic_caches: Path, tmp_path: Path
 ) -> None:
-    from bench.learning import run_learning_bench
+    from bench.learning.run import run_learning_bench
 
     def run(name: str) -> dict[str, Any]:
         return run_learning_bench(
@@ -145,7 +145,7 @@ def test_lifelong_on_a_noisy_mislabelled_memory_scores_true_times(
 
 @pytest.mark.slow
 def test_loo_on_a_mislabelled_memory(synthetic_caches: Path, tmp_path: Path) -> None:
-    from bench.learning import run_learning_bench
+    from bench.learning.run import run_learning_bench
 
     report = run_learning_bench(
         [synthetic_caches / "alpha_kernel"],
@@ -163,7 +163,7 @@ def test_loo_on_a_mislabelled_memory(synthetic_caches: Path, tmp_path: Path) -> 
 
 
 def test_the_sweep_table_compares_arms_and_cells(tmp_path: Path) -> None:
-    from bench.learning_sweep import main
+    from bench.learning.sweep import main
 
     def cell(sigma: float, mislabel: float, default: float) -> None:
         row = {"1": 0.5, "5": 0.8, "10": 0.9, "top_3": 0.7}

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-import bench.live as live
-from bench.live_memory import load_sweeps
+import bench.live.run as live
+from bench.live.memories import load_sweeps
 from ingest.readers import native
 from kernels.runners.base import EvalResult
 from kernels.runners.replay import Recording, ReplayRunner

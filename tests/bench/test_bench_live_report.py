@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.live_markdown import render_markdown
-from bench.live_report import (
+from bench.live.markdown import render_markdown
+from bench.live.report import (
     SWEEP,
     charged_cost,
     compile_charges,

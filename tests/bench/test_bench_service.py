@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from bench.service import run_service_bench
-from bench.service_driver import fresh_query, percentiles
-from bench.service_profile import attribute
-from bench.service_report import markdown
-from bench.service_store import synthetic_lessons, synthetic_values
+from bench.service.driver import fresh_query, percentiles
+from bench.service.profile import attribute
+from bench.service.report import markdown
+from bench.service.run import run_service_bench
+from bench.service.synthetic_store import synthetic_lessons, synthetic_values
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +92,7 @@ def test_synthetic_lessons_are_unique_and_deterministic() -> None:
 
 
 def test_driver_queries_are_fresh_and_valid_requests() -> None:
-    from memory_service.core.models import RetrieveRequest
+    from memory_service.core.schemas.learning import RetrieveRequest
 
     rng = random.Random(3)
     bodies = [fresh_query(rng, i, "t") for i in range(300)]
@@ -111,7 +111,8 @@ def test_profile_attribution_by_area_and_operation() -> None:
     raw = "\n".join(
         [
             "run (t.py:1);LearningLoop.retrieve (core/learning.py:9);"
-            "CachedEmbedder._encode (memory_service/core/embedder.py:5);linear (torch/nn.py:1) 6",
+            "CachedEmbedder._encode (memory_service/core/embedding/factory.py:5);"
+            "linear (torch/nn.py:1) 6",
             "run (t.py:1);LearningLoop.retrieve (core/learning.py:9);"
             "Collection.query (Collection.py:2) 3",
             "run (t.py:1);LearningLoop.report (core/learning.py:99);"
@@ -138,7 +139,7 @@ def test_driver_connection_resends_once_when_the_server_closed_it_while_idle() -
     """A keep-alive connection the server closed (idle timeout) is reopened, not an error."""
     import asyncio
 
-    from bench.service_driver import Connection
+    from bench.service.driver import Connection
 
     async def scenario() -> list[int]:
         served = []

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bench.tuners_sim import (
+from bench.tuners.simulation import (
     best_so_far,
     evals_to,
     fraction_at,
@@ -120,7 +120,7 @@ def test_bench_tuners_command_writes_json_markdown_and_plot(synthetic_caches: Pa
 
 
 def test_merge_joins_task_sets_and_refuses_other_settings(tmp_path: Path):
-    from bench.tuners import merge_results
+    from bench.tuners.run import merge_results
 
     def part(name: str, seeds: int, fraction: float) -> Path:
         arm = {

@@ -7,7 +7,7 @@ import pytest
 from retrieval.values import ScopeStats, value_estimate
 
 pytest.importorskip("memory_service.core.settings")
-from memory_service.core.models import RetrieveOptions  # noqa: E402
+from memory_service.core.schemas.learning import RetrieveOptions
 from memory_service.core.settings import Settings  # noqa: E402
 
 

@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
 
-from memory_service.core.audit_models import TransferAuditPublic
 from memory_service.core.errors import InvalidInput
+from memory_service.core.schemas.audit import TransferAuditPublic
 from memory_service.http.audit_html import render_report
 from memory_service.http.deps import ReaderDep, ServiceDep
 from retrieval.toolchain import parse_toolchain

@@ -13,13 +13,9 @@ from typing import Annotated
 from fastapi import APIRouter, Header
 from starlette.concurrency import run_in_threadpool
 
-from memory_service.core.models import (
-    ReportRequest,
-    ReportResponse,
-    RetrieveRequest,
-    RetrieveResponse,
-)
-from memory_service.core.suggest_models import SuggestRequest, SuggestResponse
+from memory_service.core.schemas.learning import RetrieveRequest, RetrieveResponse
+from memory_service.core.schemas.outcomes import ReportRequest, ReportResponse
+from memory_service.core.schemas.suggest import SuggestRequest, SuggestResponse
 from memory_service.http.deps import AgentDep, ServiceDep
 from memory_service.http.ratelimit import WriterDep
 

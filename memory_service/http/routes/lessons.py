@@ -6,10 +6,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from memory_service.core.models import (
+from memory_service.core.schemas.learning import LessonHistory
+from memory_service.core.schemas.lessons import (
     LessonDetail,
     LessonFilter,
-    LessonHistory,
     LessonList,
     LessonPublic,
     LessonsCreate,

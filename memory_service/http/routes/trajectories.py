@@ -11,7 +11,7 @@ import platforms
 from ingest.readers import native
 from ingest.records import TrajectoryRecord
 from memory_service.core.errors import InvalidInput
-from memory_service.core.models import IngestSummary, TrajectoriesIn
+from memory_service.core.schemas.ingest import IngestSummary, TrajectoriesIn
 from memory_service.http.deps import ServiceDep
 from memory_service.http.ratelimit import WriterDep
 

@@ -9,7 +9,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from pydantic import ValidationError
 
 from memory_service.core.errors import InvalidInput
-from memory_service.core.models import LessonFilter
+from memory_service.core.schemas.lessons import LessonFilter
 from memory_service.http import ui_pages
 from memory_service.http.audit_html import render_report
 from memory_service.http.deps import ReaderDep, ServiceDep

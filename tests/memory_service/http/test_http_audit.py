@@ -216,7 +216,7 @@ def test_html_format_over_http(store):
 def test_keys_scope_the_audit_to_the_callers_tenant(store):
     from sqlmodel import Session
 
-    from memory_service.core.auth import create_key, open_store, revoke_key
+    from memory_service.core.access.keys import create_key, open_store, revoke_key
 
     client = store["client"]
     with Session(store["service"].engine) as session:

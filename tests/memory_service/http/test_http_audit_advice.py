@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory_service.core.audit_models import (
+from memory_service.core.schemas.audit import (
     LessonPairValuePublic,
     TransferAuditPublic,
     TransferPairPublic,

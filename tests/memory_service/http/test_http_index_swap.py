@@ -13,10 +13,10 @@ import uuid
 import pytest
 from fastapi.testclient import TestClient
 
-from memory_service.core.chroma_index import ChromaIndex
-from memory_service.core.index_pointers import IndexPointers
 from memory_service.core.settings import Settings
-from memory_service.core.store import Store, create_store_engine
+from memory_service.core.sql.store import Store, create_store_engine
+from memory_service.core.vectors.chroma import ChromaIndex
+from memory_service.core.vectors.pointers import IndexPointers
 from memory_service.http.app import create_app
 from memory_service.service import MemoryService
 

@@ -73,8 +73,8 @@ def test_a_store_keyed_before_the_rule_stays_keyed_after_the_upgrade(tmp_path: P
     from sqlalchemy import create_engine, text
     from sqlmodel import Session
 
-    from memory_service.core.auth import Unauthorized, authenticate
-    from memory_service.core.store import migrate
+    from memory_service.core.access.keys import Unauthorized, authenticate
+    from memory_service.core.sql.store import migrate
 
     engine = create_engine(f"sqlite:///{tmp_path / 'old.db'}")
     migrate(engine, "0003")

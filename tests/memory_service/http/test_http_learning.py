@@ -23,7 +23,7 @@ POOL = [
 
 def retrieve(client, chip: str, stage: str = "draft", k: int = 5) -> dict:
     # These tests are about the chain estimate (scope back-off); the generalised default is
-    # tested in tests/memory_service/core/test_core_generalised.py.
+    # tested in tests/memory_service/core/values/test_core_generalised.py.
     body = {
         "query": QUERY,
         "task": {"op": "convolution"},

@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memory_service.cli.app import app
-from memory_service.core.models import LessonCreate, LessonFilter
+from memory_service.core.schemas.lessons import LessonCreate, LessonFilter
 
 LESSONS = [
     LessonCreate(

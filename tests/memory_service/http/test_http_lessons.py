@@ -116,7 +116,7 @@ def test_patch_and_archive_keep_history(client, service):
     assert lesson_id not in [item["id"] for item in retrieved["lessons"]]
     from sqlmodel import Session, select
 
-    from memory_service.core.schema import LessonRevision
+    from memory_service.core.sql.tables import LessonRevision
 
     with Session(service.engine) as session:
         changes = [

@@ -6,8 +6,8 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
-from memory_service.core.auth import create_key
-from memory_service.core.quota import SharedWriteQuota
+from memory_service.core.access.keys import create_key
+from memory_service.core.access.quota import SharedWriteQuota
 from memory_service.http.app import create_app
 
 

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from agent_client.graph import query_text as agent_query_text
-from memory_service.core.auth import create_key
+from memory_service.core.access.keys import create_key
 from memory_service.http.app import create_app
 
 BLOCKS = [32, 64, 128, 256, 512, 1024]
@@ -228,7 +228,7 @@ def test_bad_input_is_a_4xx_with_a_code_and_changes_nothing(
 
 def test_remote_service_suggests_as_the_embedded_one(service, serve):
     from memory_service.core.errors import ServiceError
-    from memory_service.core.suggest_models import SuggestRequest
+    from memory_service.core.schemas.suggest import SuggestRequest
     from memory_service.remote import RemoteService
 
     remote = RemoteService(serve(create_app(service)))

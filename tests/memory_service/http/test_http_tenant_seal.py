@@ -9,7 +9,7 @@ from sqlmodel import Session
 from typer.testing import CliRunner
 
 from memory_service.cli.app import app as cli
-from memory_service.core.auth import create_key
+from memory_service.core.access.keys import create_key
 from memory_service.http.app import create_app
 
 RUN = {

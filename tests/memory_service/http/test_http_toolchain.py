@@ -132,7 +132,7 @@ def test_evidence_is_discounted_and_stale_until_revalidated(seeded, service) -> 
 
 
 def _tables(service) -> tuple[list, list]:  # type: ignore[no-untyped-def]
-    from memory_service.core.schema import LessonEvidence
+    from memory_service.core.sql.tables import LessonEvidence
 
     evidence_order = (
         col(LessonEvidence.lesson_id),

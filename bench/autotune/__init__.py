@@ -1,0 +1,1 @@
+"""`tunemem bench autotune`: the Triton drop-in against the full autotune, live or replayed."""

@@ -1,0 +1,5 @@
+"""`python -m bench.autotune`: the same as `tunemem bench autotune`."""
+
+from bench.autotune.run import main
+
+raise SystemExit(main())

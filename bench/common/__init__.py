@@ -1,0 +1,1 @@
+"""What every benchmark shares: the machine record and the result writer."""

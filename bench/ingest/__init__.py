@@ -1,0 +1,1 @@
+"""`tunemem bench ingest`: ingest throughput over the optional data set."""

@@ -1,0 +1,1 @@
+"""`tunemem bench kernels`: the project's Triton kernels against their references."""

@@ -1,0 +1,5 @@
+"""`python -m bench.kernels`: the same as `tunemem bench kernels`."""
+
+from bench.kernels.run import main
+
+raise SystemExit(main())

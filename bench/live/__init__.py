@@ -1,0 +1,1 @@
+"""`tunemem bench live`: the agent on a GPU with a served memory, arm against arm."""

@@ -1,0 +1,1 @@
+"""Who may do what: API keys, roles, tenants, and the shared write quota."""

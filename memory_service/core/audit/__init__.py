@@ -1,0 +1,1 @@
+"""The transfer audit: which lessons carry across chips."""

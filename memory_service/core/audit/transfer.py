@@ -1,0 +1,340 @@
+"""The transfer audit (DESIGN section 5): which lessons carry over between chips or backends.
+
+Reads the SQL store: each lesson's observed value per chip scope
+(`chip:<id>`) or backend scope (`backend:<b>`) for one stage, and the recorded search spaces
+(Trajectory + Attempt rows, e.g. ingested Kernel Tuner caches). For every ordered pair of
+distinct scopes it reports the lessons with outcomes on both, their values, the rank
+correlation of values, the lessons that helped on the source and hurt on the target, and,
+for lessons whose hint carries a `config` distilled from a recorded space on the source, the
+fraction of the target's recorded optimum that config reaches on the target's space.
+
+The arithmetic lives in `retrieval.transfer`; this module only gathers plain data.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sqlalchemy import select as sa_select
+from sqlmodel import Session, col, select
+
+import platforms
+from memory_service.core.errors import InvalidInput
+from memory_service.core.schemas.audit import (
+    LessonBriefPublic,
+    OptimumReachPublic,
+    PairOptimumPublic,
+    TransferAuditPublic,
+    TransferPairPublic,
+)
+from memory_service.core.sql.store import Store
+from memory_service.core.sql.tables import Attempt, Lesson, LessonValue, Trajectory
+from memory_service.core.values.generalised_inputs import Evidence
+from memory_service.core.values.toolchain_evidence import scope_values_under
+from retrieval.toolchain import ToolchainPolicy
+from retrieval.transfer import (
+    ScopeValue,
+    SearchSpace,
+    config_key,
+    optimum_fraction,
+    transfer_matrix,
+)
+
+AuditLevel = Literal["chip", "backend"]
+LEVELS: tuple[str, ...] = ("chip", "backend")
+STAGES: tuple[str, ...] = ("draft", "refine")
+TEXT_CHARS = 240
+
+
+def parse_names(raw: str | list[str] | None) -> list[str]:
+    """A comma list (or list of comma lists) as a list of non-empty stripped names."""
+    if raw is None:
+        return []
+    parts = raw if isinstance(raw, list) else [raw]
+    return [name.strip() for part in parts for name in part.split(",") if name.strip()]
+
+
+def _selected_scopes(level: str, chips: list[str], backends: list[str]) -> list[str] | None:
+    """Requested scope names normalised through `platforms`, or None for "all observed"."""
+    if level == "chip":
+        if backends:
+            raise InvalidInput(
+                "backends= filters the backend level; use chips= with level=chip",
+                code="invalid_audit_filter",
+            )
+        selected: list[str] = []
+        for name in chips:
+            try:
+                chip_id = platforms.resolve(name).id
+            except ValueError as exc:
+                raise InvalidInput(str(exc), code="unknown_chip") from exc
+            if chip_id not in selected:
+                selected.append(chip_id)
+        return selected or None
+    if chips:
+        raise InvalidInput(
+            "chips= filters the chip level; use backends= with level=backend",
+            code="invalid_audit_filter",
+        )
+    for name in backends:
+        if name.lower() not in platforms.BACKENDS:
+            raise InvalidInput(
+                f"unknown backend {name!r}; valid backends: {', '.join(platforms.BACKENDS)}",
+                code="unknown_backend",
+            )
+    return list(dict.fromkeys(b.lower() for b in backends)) or None
+
+
+def scope_values(
+    session: Session, level: str, stage: str, op: str | None, tenant: str
+) -> tuple[dict[str, dict[str, ScopeValue]], dict[str, Lesson]]:
+    """Observed values per scope name (`a100`, `cuda`) -> lesson id, and the lesson rows."""
+    prefix = f"{level}:"
+    conditions: list[Any] = [
+        LessonValue.stage == stage,
+        col(LessonValue.scope).startswith(prefix),
+        LessonValue.n > 0,
+        Lesson.tenant == tenant,
+    ]
+    if op:
+        conditions.append(Lesson.op == op.lower())
+    rows = session.exec(
+        select(LessonValue, Lesson)
+        .join(Lesson, col(Lesson.id) == col(LessonValue.lesson_id))
+        .where(*conditions)
+    ).all()
+    values: dict[str, dict[str, ScopeValue]] = defaultdict(dict)
+    lessons: dict[str, Lesson] = {}
+    for value, lesson in rows:
+        values[value.scope[len(prefix) :]][value.lesson_id] = ScopeValue(n=value.n, q=value.q)
+        lessons[lesson.id] = lesson
+    return dict(values), lessons
+
+
+@dataclass
+class _RecordedSpace:
+    trajectory_id: str
+    chip: str
+    backend: str
+    op: str
+    keys: frozenset[str]
+    space: SearchSpace
+
+
+def _recorded_spaces(session: Session, op: str | None, tenant: str) -> list[_RecordedSpace]:
+    """Every stored trajectory with at least one feasible timed attempt, as a search space."""
+    conditions = [Trajectory.tenant == tenant]
+    if op:
+        conditions.append(Trajectory.op == op.lower())
+    trajectories = {t.id: t for t in session.exec(select(Trajectory).where(*conditions))}
+    if not trajectories:
+        return []
+    latency: dict[str, dict[str, float | None]] = defaultdict(dict)
+    keys: dict[str, frozenset[str]] = {}
+    # Only the columns needed: a recorded space can hold thousands of attempts.
+    attempts = session.execute(
+        sa_select(
+            col(Attempt.trajectory_id),
+            col(Attempt.params),
+            col(Attempt.compiled),
+            col(Attempt.correct),
+            col(Attempt.error_category),
+            col(Attempt.latency_ms),
+        ).where(col(Attempt.trajectory_id).in_(list(trajectories)))
+    )
+    for trajectory_id, params, compiled, correct, error_category, latency_ms in attempts:
+        if not params:
+            continue
+        feasible = compiled and correct is not False and error_category is None
+        timed = latency_ms if feasible and latency_ms is not None and latency_ms > 0 else None
+        key = config_key(params)
+        space = latency[trajectory_id]
+        # A configuration recorded twice keeps its fastest feasible measurement.
+        previous = space.get(key)
+        space[key] = timed if previous is None else min(previous, timed or previous)
+        keys.setdefault(trajectory_id, frozenset(params))
+    spaces = []
+    for trajectory_id, table in latency.items():
+        recorded = SearchSpace(latency=table)
+        if recorded.optimum_ms is None:
+            continue
+        row = trajectories[trajectory_id]
+        spaces.append(
+            _RecordedSpace(
+                trajectory_id, row.chip, row.backend, row.op, keys[trajectory_id], recorded
+            )
+        )
+    return spaces
+
+
+def _config_lessons(session: Session, op: str | None, tenant: str) -> list[Lesson]:
+    conditions = [Lesson.tenant == tenant]
+    if op:
+        conditions.append(Lesson.op == op.lower())
+    return [
+        lesson
+        for lesson in session.exec(select(Lesson).where(*conditions))
+        if isinstance((lesson.hint or {}).get("config"), dict)
+        and (lesson.provenance or {}).get("trajectory_id")
+    ]
+
+
+def optimum_matrix(
+    session: Session, level: str, op: str | None, tenant: str
+) -> tuple[dict[tuple[str, str], PairOptimumPublic], dict[str, Lesson], set[str]]:
+    """Optimum fractions per (source, target) scope name; the lessons used; the scopes seen.
+
+    A lesson's source is the chip (or backend) of the recorded space it was distilled from.
+    Its configuration is looked up in every recorded space of the target with the same op
+    and the same parameter names; across chips of one backend (level backend), spaces of the
+    lesson's own chip are left out, since that is no transfer.
+    """
+    spaces = _recorded_spaces(session, op, tenant)
+    by_id = {s.trajectory_id: s for s in spaces}
+    lessons = _config_lessons(session, op, tenant)
+    reaches: dict[tuple[str, str], list[OptimumReachPublic]] = defaultdict(list)
+    used: dict[str, Lesson] = {}
+    for lesson in lessons:
+        origin = by_id.get(lesson.provenance["trajectory_id"])
+        if origin is None:
+            continue
+        config = lesson.hint["config"]  # type: ignore[index]
+        source = origin.chip if level == "chip" else origin.backend
+        for target_space in spaces:
+            target = target_space.chip if level == "chip" else target_space.backend
+            if target_space.chip == origin.chip:
+                continue
+            if target_space.op != origin.op or target_space.keys != frozenset(config):
+                continue
+            fraction, latency = optimum_fraction(config, target_space.space)
+            reaches[(source, target)].append(
+                OptimumReachPublic(
+                    lesson_id=lesson.id,
+                    target_trajectory=target_space.trajectory_id,
+                    target_chip=target_space.chip,
+                    fraction=fraction,
+                    latency_ms=latency,
+                    optimum_ms=target_space.space.optimum_ms,
+                )
+            )
+            used[lesson.id] = lesson
+    matrix = {}
+    for pair, items in reaches.items():
+        items.sort(key=lambda r: (-r.fraction, r.lesson_id, r.target_trajectory))
+        matrix[pair] = PairOptimumPublic(
+            n_lessons=len({r.lesson_id for r in items}),
+            n_spaces=len({r.target_trajectory for r in items}),
+            mean_fraction=sum(r.fraction for r in items) / len(items),
+            best_fraction=max(r.fraction for r in items),
+            reaches=items,
+        )
+    seen = {s.chip if level == "chip" else s.backend for s in spaces}
+    return matrix, used, seen
+
+
+def _brief(lesson: Lesson, level: str) -> LessonBriefPublic:
+    applicability = lesson.applicability or {}
+    origins = applicability.get("chips" if level == "chip" else "backends") or []
+    config = (lesson.hint or {}).get("config")
+    text = lesson.text if len(lesson.text) <= TEXT_CHARS else lesson.text[: TEXT_CHARS - 1] + "…"
+    return LessonBriefPublic(
+        id=lesson.id,
+        kind=lesson.kind,
+        text=text,
+        op=lesson.op,
+        origin=origins[0] if origins else None,
+        config=config if isinstance(config, dict) else None,
+    )
+
+
+def transfer_audit(
+    store: Store,
+    neutral: float,
+    *,
+    level: str = "chip",
+    chips: str | list[str] | None = None,
+    backends: str | list[str] | None = None,
+    op: str | None = None,
+    stage: str = "draft",
+    min_n: int = 1,
+    tenant: str,
+    toolchain: Mapping[str, str] | None = None,
+    policy: ToolchainPolicy | None = None,
+    alpha: float = 0.3,
+    evidence: Evidence | None = None,
+) -> TransferAuditPublic:
+    """Build the transfer audit of one stage at the chip or the backend level.
+
+    Args:
+        store: the SQL store read (nothing is written).
+        neutral: the value above which a lesson helped (the service's Q0).
+        level: "chip" pairs `chip:<id>` scopes; "backend" pairs `backend:<b>` scopes.
+        chips, backends: comma lists restricting the scopes (the one matching `level`);
+            default: every scope with outcomes or a recorded search space.
+        op: only lessons and recorded spaces of this operator family.
+        stage: whose values are compared, "draft" or "refine".
+        min_n: outcomes a lesson needs in a scope to count as observed there.
+        tenant: whose lessons and runs.
+        toolchain: cut by toolchain: values from only the outcomes gathered under these
+            versions (by `policy`), replayed from the outcome log with learning rate `alpha`.
+        evidence: where the recorded runs' claims are checked against the outcomes; with it,
+            `claims` lists how each re-measured run reproduced (on the selected chips).
+
+    Raises:
+        InvalidInput: unknown level, stage, chip or backend, or min_n < 1.
+    """
+    if level not in LEVELS:
+        raise InvalidInput(f"level must be one of {', '.join(LEVELS)}", code="invalid_level")
+    if stage not in STAGES:
+        raise InvalidInput(f"stage must be one of {', '.join(STAGES)}", code="invalid_stage")
+    if min_n < 1:
+        raise InvalidInput("min_n must be at least 1", code="invalid_min_n")
+    selected = _selected_scopes(level, parse_names(chips), parse_names(backends))
+    op = op.strip().lower() if op and op.strip() else None
+    with store.session() as session:
+        if toolchain:
+            values, valued = scope_values_under(
+                session,
+                level,
+                stage,
+                op,
+                tenant,
+                toolchain,
+                policy or ToolchainPolicy(),
+                alpha=alpha,
+                q0=neutral,
+            )
+        else:
+            values, valued = scope_values(session, level, stage, op, tenant)
+        optimum, config_lessons, spaced = optimum_matrix(session, level, op, tenant)
+        claims = evidence.claim_rows(session, tenant, op) if evidence is not None else []
+    scopes = selected if selected is not None else sorted(set(values) | spaced)
+    pairs = [
+        TransferPairPublic.model_validate(
+            {**stats.__dict__, "optimum": optimum.get((stats.source, stats.target))}
+        )
+        for stats in transfer_matrix(values, scopes, neutral=neutral, min_n=min_n)
+    ]
+    referenced = {c.lesson_id for p in pairs for c in p.common} | {
+        r.lesson_id for p in pairs if p.optimum for r in p.optimum.reaches
+    }
+    rows = {**valued, **config_lessons}
+    return TransferAuditPublic.model_validate(
+        {
+            "level": level,
+            "stage": stage,
+            "op": op,
+            "scopes": scopes,
+            "neutral": neutral,
+            "min_n": min_n,
+            "toolchain": dict(toolchain) if toolchain else None,
+            "pairs": pairs,
+            "lessons": {lid: _brief(rows[lid], level) for lid in sorted(referenced)},
+            "claims": [
+                c for c in claims if level != "chip" or selected is None or c.chip in selected
+            ],
+        }
+    )

@@ -1,0 +1,1 @@
+"""Export and import of a tenant's memory as a bundle, and the validation of bundle records."""

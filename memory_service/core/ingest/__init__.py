@@ -1,0 +1,1 @@
+"""Storing ingested runs: trajectories into attempts and lessons, embedded ahead of the store."""

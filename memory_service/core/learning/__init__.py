@@ -1,0 +1,1 @@
+"""The learning loop: retrieve, report, history, and how lessons are presented to a target."""

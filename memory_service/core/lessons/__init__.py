@@ -1,0 +1,1 @@
+"""Lessons: add, list, edit, archive, and the valued listings."""

@@ -1,0 +1,1 @@
+"""Upkeep: values rebuild, reindex, compaction."""

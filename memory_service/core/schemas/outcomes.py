@@ -1,0 +1,64 @@
+"""The outcome report's request and answer (`POST /v1/outcomes`, MCP `report_outcome`, CLI
+`tunemem report`). Part of the API schema family in `memory_service.core.schemas`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ingest.validate import MAX_LATENCY_MS
+from memory_service.core.schemas.inbound import Inbound
+
+Latency = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=1e-9, le=MAX_LATENCY_MS)]
+
+
+class OutcomeIn(Inbound):
+    model_config = ConfigDict(extra="forbid")
+
+    compiled: bool
+    correct: bool | None = Field(
+        None,
+        description="did the output match the reference; required when compiled is true, "
+        "unless error says how the attempt failed",
+    )
+    latency_ms: Latency | None = None
+    best_before_ms: Latency | None = None
+    error: str | None = Field(None, max_length=10_000)
+
+    @model_validator(mode="after")
+    def _result_given(self) -> OutcomeIn:
+        # Without it the attempt would count as a failure (reward -1): silent wrong data.
+        if self.compiled and self.correct is None and not self.error:
+            raise ValueError(
+                "say whether the attempt was correct: give correct true or false (an attempt "
+                "that did not compile gives compiled false; one that failed another way may "
+                "give its error instead)"
+            )
+        return self
+
+
+class ReportRequest(Inbound):
+    model_config = ConfigDict(extra="forbid")
+
+    retrieval_id: str = Field(min_length=1, max_length=64)
+    used: list[str] | None = Field(None, max_length=100)
+    outcome: OutcomeIn
+    reporter: str | None = Field(None, max_length=128)
+
+
+class ValueNow(BaseModel):
+    stage: Literal["draft", "refine"]
+    value: float
+    value_scope: str
+    n: int
+    ci_low: float
+    ci_high: float
+
+
+class ReportResponse(BaseModel):
+    outcome_id: int
+    reward: float
+    rewards: dict[str, float]
+    values: dict[str, ValueNow]
+    duplicate: bool = False

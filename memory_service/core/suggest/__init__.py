@@ -1,0 +1,1 @@
+"""Suggest: configurations from the memory's lessons and the performance model."""

@@ -1,0 +1,70 @@
+"""Which value estimate ranks a lesson in a context: the one a retrieve ranks by and a report
+answers with, so that every door (HTTP, CLI, MCP, the agent) shows one value per lesson and
+context, named the same way."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from sqlmodel import Session
+
+from memory_service.core.settings import Settings
+from memory_service.core.sql.tables import Retrieval
+from memory_service.core.values.generalised_inputs import Evidence
+from memory_service.core.values.lesson_values import value_stats
+from memory_service.core.values.toolchain_evidence import QueryToolchains
+from retrieval.generalised import GeneralisedSettings
+from retrieval.ranking import RankingSettings
+from retrieval.values import ValueEstimate, value_estimate
+
+
+def chain_estimates(
+    session: Session,
+    lesson_ids: list[str],
+    stage: str,
+    chain: list[str],
+    ranking: RankingSettings,
+) -> dict[str, ValueEstimate]:
+    """Each lesson's own outcomes down the context's scope chain."""
+    stats = value_stats(session, lesson_ids, stage, chain)
+    return {
+        lid: value_estimate(chain, s, q0=ranking.q0, kappa=ranking.kappa, backoff=ranking.backoff)
+        for lid, s in stats.items()
+    }
+
+
+def value_estimates(
+    evidence: Evidence,
+    session: Session,
+    tenant: str,
+    lesson_ids: list[str],
+    stage: str,
+    chip: str | None,
+    chain: list[str],
+    ranking: RankingSettings,
+    toolchains: QueryToolchains | None,
+) -> dict[str, ValueEstimate]:
+    """The estimate that ranks each lesson in this context.
+
+    Generalised values need a known chip; with a toolchain named, the chain estimate with its
+    staleness discounts is used (generalised terms are not discounted yet).
+    """
+    if toolchains:
+        return toolchains.estimates(ranking)
+    if ranking.values == "generalised" and chip:
+        settings = GeneralisedSettings(
+            q0=ranking.q0,
+            kappa=ranking.kappa,
+            affinity_floor=ranking.affinity_floor,
+            claim_power=ranking.claim_power,
+            claim_kappa=ranking.claim_kappa,
+        )
+        return evidence.estimates(session, tenant, lesson_ids, stage, chip, settings)
+    return chain_estimates(session, lesson_ids, stage, chain, ranking)
+
+
+def ranking_of(settings: Settings, retrieval: Retrieval) -> RankingSettings:
+    """The ranking settings a retrieval was made with (as its response echoed them)."""
+    known = {f.name for f in dataclasses.fields(RankingSettings)}
+    echoed = retrieval.settings or {}
+    return settings.ranking(**{k: v for k, v in echoed.items() if k in known})

@@ -1,0 +1,1 @@
+"""The rebuildable vector index (Chroma, an in-memory one for tests) and its guards."""

@@ -1,0 +1,177 @@
+"""Schema migrations (Alembic): the migrated schema is the tables' schema, a store made by the
+previous revision (or before migrations) upgrades and keeps its data, `tunemem migrate` works,
+and workers racing on an empty PostgreSQL database migrate it once.
+
+The PostgreSQL case needs a server (TUNEMEM_TEST_PG_URL, default
+postgresql+psycopg://postgres@127.0.0.1:5432/postgres) and skips with the reason without one.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Engine
+from sqlmodel import SQLModel
+from typer.testing import CliRunner
+
+from memory_service.cli.app import app
+from memory_service.core.settings import Settings
+from memory_service.core.sql.store import (
+    alembic_config,
+    create_store_engine,
+    current_revision,
+    head_revision,
+    migrate,
+)
+from memory_service.service import MemoryService
+
+PG_URL = os.environ.get(
+    "TUNEMEM_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
+
+
+def sqlite_engine(path: Path) -> Engine:
+    return create_store_engine(f"sqlite:///{path}", migrate_schema=False)
+
+
+def previous_revision() -> str | None:
+    """The revision before the newest one; None when the newest is the first."""
+    script = ScriptDirectory.from_config(alembic_config()).get_revision(head_revision())
+    down = script.down_revision if script is not None else None
+    assert not isinstance(down, tuple), "the migrations must stay one line"
+    return down
+
+
+def store_of_the_previous_revision(path: Path) -> Engine:
+    """A store as the previous revision made it; before the first revision, as tunemem made
+    stores then (the first revision's tables, no alembic_version)."""
+    engine = sqlite_engine(path)
+    previous = previous_revision()
+    migrate(engine, previous or "0001")
+    if previous is None:
+        with engine.begin() as connection:
+            connection.execute(text("DROP TABLE alembic_version"))
+    return engine
+
+
+# Rows in the first revision's columns: later revisions only add columns, so these stay valid.
+ROWS = [
+    """INSERT INTO lesson (id, tenant, kind, text, hint, code, content_hash, applicability, op,
+       chips, backends, provenance, status, created_at, updated_at) VALUES ('lesson-1',
+       'default', 'insight', 'use BLOCK_SIZE 1024 for softmax on h200', NULL, NULL, 'hash-1',
+       '{"op": "softmax", "chips": ["h200"]}', 'softmax', ',h200,', ',cuda,', '{}', 'active',
+       '2026-01-01 00:00:00', '2026-01-01 00:00:00')""",
+    """INSERT INTO lessonvalue (lesson_id, stage, scope, n, q, sumsq, updated_at) VALUES
+       ('lesson-1', 'draft', 'chip:h200', 3, 0.5, 1.5, '2026-01-01 00:00:00')""",
+]
+
+
+def test_the_migrated_schema_is_the_tables_schema(tmp_path):
+    """Fails when a table class changed without a revision (see migrations/__init__.py)."""
+    engine = sqlite_engine(tmp_path / "fresh.db")
+    assert migrate(engine) is None
+    with engine.connect() as connection:
+        differences = compare_metadata(MigrationContext.configure(connection), SQLModel.metadata)
+    assert differences == []
+    assert current_revision(engine) == head_revision()
+
+
+def test_a_store_of_the_previous_revision_upgrades_and_keeps_its_data(tmp_path, embedder):
+    data_dir = tmp_path / "store"
+    data_dir.mkdir()
+    engine = store_of_the_previous_revision(data_dir / "tunemem.db")
+    with engine.begin() as connection:
+        for row in ROWS:
+            connection.execute(text(row))
+    engine.dispose()
+    service = MemoryService(Settings(data_dir=data_dir, index="memory"), embedder=embedder)
+    try:
+        assert current_revision(service.engine) == head_revision()
+        lesson = service.get_lesson("lesson-1")
+        assert lesson.text == "use BLOCK_SIZE 1024 for softmax on h200"
+        assert lesson.applicability.chips == ["h200"]
+        assert [(v.stage, v.scope, v.n, v.q) for v in lesson.values] == [
+            ("draft", "chip:h200", 3, 0.5)
+        ]
+        assert service.counts()["lessons"] == 1
+    finally:
+        service.close()
+
+
+def test_migrate_on_start_can_be_turned_off(tmp_path, embedder):
+    settings = Settings(data_dir=tmp_path / "s", index="memory", migrate_on_start=False)
+    (tmp_path / "s").mkdir()
+    service = MemoryService(settings, embedder=embedder)
+    try:
+        assert current_revision(service.engine) is None
+    finally:
+        service.close()
+
+
+def test_tunemem_migrate(tmp_path, monkeypatch):
+    monkeypatch.delenv("TUNEMEM_DATABASE_URL", raising=False)
+    runner = CliRunner()
+    data = ["--data-dir", str(tmp_path / "cli")]
+    first = runner.invoke(app, ["migrate", *data])
+    assert first.exit_code == 0, first.output
+    assert f"to {head_revision()}" in first.output
+    again = runner.invoke(app, ["migrate", *data])
+    assert again.exit_code == 0 and "nothing to do" in again.output
+    unknown = runner.invoke(app, ["migrate", *data, "--revision", "9999"])
+    assert unknown.exit_code == 2 and "9999" in unknown.output
+
+
+@pytest.fixture
+def empty_pg_database() -> Iterator[str]:
+    try:
+        import psycopg
+
+        admin = psycopg.connect(PG_URL.replace("+psycopg", ""), autocommit=True, connect_timeout=2)
+    except Exception as exc:  # noqa: BLE001 - any failure means "not available"
+        pytest.skip(f"PostgreSQL not reachable at {PG_URL}: {exc.__class__.__name__}")
+    name = f"tunemem_migrate_{uuid.uuid4().hex[:10]}"
+    admin.execute(f"CREATE DATABASE {name}")
+    try:
+        yield f"{PG_URL.rsplit('/', 1)[0]}/{name}"
+    finally:
+        admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+        admin.close()
+
+
+@pytest.mark.server
+def test_workers_racing_on_an_empty_postgres_database_migrate_it_once(empty_pg_database):
+    workers = 4
+    start = threading.Barrier(workers)
+    engines = [create_engine(empty_pg_database) for _ in range(workers)]
+    before: list[str | None] = []
+    errors: list[BaseException] = []
+
+    def worker(engine: Engine) -> None:
+        try:
+            start.wait()
+            before.append(migrate(engine))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(e,)) for e in engines]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    try:
+        assert errors == []
+        # one worker found the database empty; the others waited on the lock, then found it done
+        assert before.count(None) == 1 and before.count(head_revision()) == workers - 1
+        assert current_revision(engines[0]) == head_revision()
+    finally:
+        for engine in engines:
+            engine.dispose()
