@@ -183,6 +183,9 @@ class ModelSuggester:
         signature = request.task.signature
         target = KeyContext.of(signature, chip)
         wanted = problem_key(dict(signature or {}))
-        known = any(c == chip and p == wanted for c, p in built.columns.values())
+        # A problem some stored column measured (on any chip) leaves the pooled model only
+        # the chip's descriptors to add; a new problem is where it carries what the others
+        # cannot.
+        known = any(p == wanted for _, p in built.columns.values())
         share = POOLED_SHARE_KNOWN_KEY if known else POOLED_SHARE_NEW_KEY
         return ModelSearch(built, column_prior(built, chip, signature), seed, target, share)
