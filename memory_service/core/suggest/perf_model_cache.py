@@ -28,6 +28,7 @@ from sqlmodel import col, select
 from memory_service.core.sql.store import Store
 from memory_service.core.sql.tables import Attempt, Trajectory
 from retrieval.perf_model import ChipSpace, FamilyModel, build_family_model
+from retrieval.perf_pooled import KeyContext
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +141,7 @@ class PerformanceModels:
         """Every stored configuration of the family, grouped by chip and problem."""
         wanted = set(params)
         groups: dict[tuple[str, str], dict[tuple[Any, ...], float | None]] = {}
+        signatures: dict[tuple[str, str], dict[str, Any]] = {}
         with self.store.session() as session:
             trajectories = session.exec(
                 select(Trajectory)
@@ -154,6 +156,9 @@ class PerformanceModels:
                     .order_by(col(Attempt.index))
                 ).all()
                 group = groups.setdefault((trajectory.chip, problem), {})
+                signatures.setdefault(
+                    (trajectory.chip, problem), dict((trajectory.task or {}).get("signature") or {})
+                )
                 for attempt in attempts:
                     if set(attempt.params) == wanted:
                         group[tuple(attempt.params[p] for p in params)] = _latency(attempt)
@@ -166,5 +171,6 @@ class PerformanceModels:
         for (chip, problem), measurements in sorted(groups.items()):
             label = chip if problems_of[chip] == 1 else f"{chip}@{problem}"
             columns[label] = (chip, problem)
-            spaces.append(ChipSpace(label, measurements))
+            key = KeyContext.of(signatures.get((chip, problem)), chip)
+            spaces.append(ChipSpace(label, measurements, key))
         return spaces, columns
