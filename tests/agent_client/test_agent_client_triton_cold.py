@@ -81,6 +81,8 @@ def launch(kernel, n: int) -> None:
 @pytest.fixture
 def memory():
     live = LiveService(
+        # model_wait_s: a suggest waits for the model trained on the last report (the drop-in
+        # waits as long), so what the test sees does not depend on how fast it trains.
         {"index": "memory", "embedder": "hashing", "dedup_threshold": 1.0, "model_wait_s": 60}
     )
     yield live
@@ -90,7 +92,7 @@ def memory():
 def test_cold_memory_first_key_everything_then_the_moved_best_within_budget(memory):
     timer = SyntheticTimer()
     kernel = make_kernel(timer)
-    hook(kernel, memory.url, top_k=6, op="double", kernel="double_kernel")
+    hook(kernel, memory.url, top_k=6, op="double", kernel="double_kernel", timeout_s=60.0)
     tuning = kernel._tunemem
 
     with pytest.warns(MemoryUnavailableWarning, match="nothing"):
@@ -121,7 +123,7 @@ def test_the_opening_alone_misses_the_moved_best(memory):
     the rounds add."""
     timer = SyntheticTimer()
     kernel = make_kernel(timer)
-    hook(kernel, memory.url, top_k=6, op="double", kernel="double_kernel")
+    hook(kernel, memory.url, top_k=6, op="double", kernel="double_kernel", timeout_s=60.0)
     tuning = kernel._tunemem
     with pytest.warns(MemoryUnavailableWarning):
         launch(kernel, 512)
