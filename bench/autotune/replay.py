@@ -30,7 +30,8 @@ from math import comb
 from pathlib import Path
 from typing import Any
 
-from bench.live.memories import SERVICE_SETTINGS, load_sweeps
+from bench.common.arms import LIVE_SERVICE_SETTINGS
+from bench.live.memories import load_sweeps
 
 H200 = {"chip": "NVIDIA H200", "backend": "cuda"}
 
@@ -117,7 +118,7 @@ def replay_task(
     policy: Any = None,
 ) -> list[dict]:
     """Full cache: each shape held out, with a memory of the task's other shapes' sweeps."""
-    from bench.learning.run import LiveService
+    from bench.common.memory_server import LiveService
     from kernels.catalogue import get_task
 
     task = get_task(name)
@@ -125,7 +126,7 @@ def replay_task(
     rows = []
     for shape, record in sweeps.items():
         key = RecordedKey(task, shape, record)
-        live = LiveService({**SERVICE_SETTINGS, **(settings or {})})
+        live = LiveService({**LIVE_SERVICE_SETTINGS, **(settings or {})})
         try:
             live.service.ingest([r for s, r in sweeps.items() if s != shape])
             for top_k in budgets:
@@ -149,7 +150,7 @@ def cold_task(
     policy: Any = None,
 ) -> list[dict]:
     """Cold: per key order, a memory that starts empty and holds only what the drop-in timed."""
-    from bench.learning.run import LiveService
+    from bench.common.memory_server import LiveService
     from kernels.catalogue import get_task
 
     task = get_task(name)
@@ -158,7 +159,7 @@ def cold_task(
     for order in orders:
         shapes = sorted(sweeps)
         random.Random(order).shuffle(shapes)
-        live = LiveService({**SERVICE_SETTINGS, **(settings or {})})
+        live = LiveService({**LIVE_SERVICE_SETTINGS, **(settings or {})})
         tuning = _tuning(live.url, task, top_k, explore, options=options, seed=order, policy=policy)
         try:
             for position, shape in enumerate(shapes):
