@@ -105,3 +105,24 @@ def test_bench_autotune_cold_protocol_on_the_interpreter(tmp_path):
 
 def get_dims(task, row):
     return task.shape(row["shape"]).dims
+
+
+def test_cold_replay_scores_each_key_after_the_first_against_random_k(tmp_path):
+    """The CPU replay of the cold protocol on SYNTHETIC sweeps of the two tiny shapes."""
+    from bench.autotune.replay import cold_summary, cold_task
+
+    task = get_task("decode_attention")
+    sweeps = tmp_path / "sweeps"
+    sweeps.mkdir()
+    lines = [json.dumps(synthetic_sweep(task, case)) for case in task.small_shapes]
+    (sweeps / "decode_attention.jsonl").write_text("\n".join(lines) + "\n")
+    rows = cold_task("decode_attention", sweeps, 0.5, 0.5, [0, 1], settings={"embedder": "hashing"})
+    assert [r["position"] for r in rows] == [0, 1, 0, 1]
+    assert {r["order"] for r in rows} == {0, 1}
+    first = [r for r in rows if r["position"] == 0]
+    assert all(r["timed"] == r["given"] and r["speed"] == 1.0 for r in first)
+    later = [r for r in rows if r["position"] == 1]
+    assert all(r["how"] == "memory" and r["timed"] <= max(1, r["given"] // 2) for r in later)
+    assert all(0 < r["speed"] <= 1.0 and 0 < r["random_k"] <= 1.0 for r in later)
+    summary = cold_summary(rows)
+    assert summary["all"]["keys"] == 2 and summary["first_keys"]["keys"] == 2
