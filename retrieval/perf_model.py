@@ -49,6 +49,9 @@ class ChipSpace:
 
     chip: str
     measurements: Mapping[ConfigKey, float | None]
+    # The key the space was measured at (sizes, dtype, chip), for the pooled model
+    # (`retrieval.perf_pooled`); None: the space takes no part in it.
+    key: Any = None
 
 
 def _is_number(value: Any) -> bool:
@@ -110,6 +113,7 @@ class FamilyModel:
     codes: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 0), np.int64))
     seed: int = 0
     learners: dict[str, Any] = field(default_factory=dict, repr=False)
+    pooled: Any = field(default=None, repr=False)  # a `retrieval.perf_pooled.PooledModel`
     index: dict[ConfigKey, int] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -202,8 +206,11 @@ def build_family_model(
         The model, or None when no chip measured any feasible configuration.
     """
     merged: dict[str, dict[ConfigKey, float | None]] = {}
+    keyed: dict[str, Any] = {}
     for space in spaces:
         merged.setdefault(space.chip, {}).update(space.measurements)
+        if space.key is not None:
+            keyed[space.chip] = space.key
     chips = tuple(sorted(merged))
     keys = sorted(
         {key for chip in chips for key, ms in merged[chip].items() if ms is not None and ms > 0},
@@ -231,6 +238,15 @@ def build_family_model(
     gains = np.zeros(len(params))
     for j, chip in enumerate(chips):
         gains += _fill_column(model, j, merged[chip], seed, learner)
+    if keyed:
+        from retrieval.perf_pooled import KeyedSpace, build_pooled
+
+        model.pooled = build_pooled(
+            params,
+            encodings,
+            [KeyedSpace(keyed[chip], merged[chip]) for chip in chips if chip in keyed],
+            seed,
+        )
     total = float(gains.sum())
     model.importance = {
         name: round(float(g) / total, 4) if total > 0 else 0.0

@@ -15,10 +15,18 @@ per stored chip (from chip similarity: descriptors), and returns a `Posterior`:
    marginal likelihood over a grid) fitted to what the calibrated ensemble got wrong on the run's
    observations, so the run's own outcomes dominate near where they were measured. Its variance,
    widened by the chips' disagreement, is the uncertainty.
-4. Acquisition: expected improvement over the best observed latency; without a feasible
-   observation, the lowest predicted latency. A tried configuration is never suggested;
-   candidates are the stored feasible configurations (or the caller's valid list), restricted
-   to the caller's parameter values.
+4. Confidence: how far the memory's prediction can be trusted here, 0 to 1. Before the run's
+   outcomes, the share of the candidates some stored chip measured (a memory of whole recorded
+   spaces is sure of itself; one of a few partial runs is not); then, shrunk towards that by
+   κ = 3 outcomes, the rank correlation of the prediction with what the run measured.
+5. Acquisition: expected improvement over the best observed latency (without a feasible
+   observation, the lowest predicted latency), each pick of a batch discounting the candidates
+   near the earlier ones so a batch does not spend itself on one basin. Where the memory is
+   unsure, a share (1 - confidence) / 2 of the batch explores instead: space-filling picks, the
+   candidates farthest from everything tried among those whose optimistic prediction (lower
+   90% bound) is in the better half. Every suggestion carries the confidence and its purpose.
+   A tried configuration is never suggested; candidates are the stored feasible configurations
+   (or the caller's valid list), restricted to the caller's parameter values.
 
 The cost is bounded whatever the run sent: the chip weights and the residual are fitted on at
 most `FIT_OBSERVATIONS` feasible observations (the fastest half of that, then a seeded sample
@@ -36,24 +44,15 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.linalg import cho_solve, solve_triangular
 from scipy.special import ndtr
 
+from retrieval.perf_gp import Residual, distances
 from retrieval.perf_model import ConfigKey, FamilyModel, FloatArray
 
 PRIOR_KAPPA = 2.0  # observations worth of prior weight on the chip weights
 BOOTSTRAP = 64  # resamples for the chip weights
 SLOPE_RIDGE = 0.5  # shrinkage of the calibration slope towards 1
-LENGTH_SCALES = (0.1, 0.2, 0.35, 0.6, 1.0)  # GP length scales tried, times sqrt(features)
-NOISE_SHARE = 0.02  # GP noise variance as a share of the signal variance
 INTERVAL_Z = 1.645  # a 90% interval
-# Ridge penalty of the residual's linear trend. A weak one (1) lets a few early outcomes tilt
-# the trend so far that the search stays near the stored chips' good region (convolution on
-# the A100, development data: 0.679 of the optimum after 100 attempts in the offline replay);
-# no trend at all is slow on smooth spaces (the labelled-synthetic tests: optimum at the 27th
-# attempt, 18th with 1); 10 reaches 0.886 on the A100 by 50 attempts and the synthetic
-# optimum at the 23rd (docs/benchmarks.md, the performance model).
-TREND_RIDGE = 10.0
 # The GP is evaluated on a shortlist: the candidates the calibrated ensemble rates best,
 # optimistically (mean minus two deviations), and a seeded sample of the rest.
 SHORTLIST = 1500
@@ -75,6 +74,18 @@ def fit_subsample(y: FloatArray, rng: np.random.Generator) -> npt.NDArray[np.int
     return np.asarray(np.sort(np.concatenate([best, rest])), dtype=np.int64)
 
 
+POOLED = "pooled"  # the pooled model's column (`retrieval.perf_pooled`)
+# Share of the prior weight of the pooled column: half when no stored column was measured at
+# the run's problem (the key is new); none when one was (the column is left out): across chips
+# at one problem, three chips' descriptors are too few to generalise from (development data,
+# self-fed convolution, leave-one-chip-out, one seed: a share of 0.5 took the W6600 from 0.99
+# to 0.82 of its optimum at 50 evaluations, 0.1 the mean at 100 from 0.96 to 0.80).
+POOLED_SHARE_NEW_KEY = 0.5
+POOLED_SHARE_KNOWN_KEY = 0.0
+CONFIDENCE_KAPPA = 3.0  # outcomes worth of the prior confidence
+EXPLORE_SHARE = 0.5  # share of a batch that explores when the confidence is 0
+
+
 @dataclass(frozen=True)
 class ModelSuggestion:
     """One configuration the model proposes, with what it rests on."""
@@ -87,50 +98,8 @@ class ModelSuggestion:
     chips: dict[str, float]  # weight of each stored chip's space in the prediction
     n_observations: int  # the run's feasible observations the prediction is refit on
     drivers: list[tuple[str, Any, float]]  # (parameter, value, predicted latency ratio)
-
-
-def _matern52(d: FloatArray, length: float) -> FloatArray:
-    s = math.sqrt(5.0) * d / length
-    return np.asarray((1.0 + s + s * s / 3.0) * np.exp(-s), dtype=np.float64)
-
-
-def _distances(a: FloatArray, b: FloatArray) -> FloatArray:
-    sq = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2.0 * a @ b.T
-    return np.asarray(np.sqrt(np.maximum(sq, 0.0)), dtype=np.float64)
-
-
-class _Residual:
-    """A zero-mean GP over the residuals of the calibrated ensemble."""
-
-    def __init__(self, x: FloatArray, r: FloatArray, width: float) -> None:
-        self.x = x
-        # A linear trend over the features first (ridge), so a direction that pays off on this
-        # chip is followed beyond the observations; the GP takes what the trend leaves.
-        self.centre = x.mean(0)
-        xc = x - self.centre
-        self.trend = np.linalg.solve(xc.T @ xc + TREND_RIDGE * np.eye(x.shape[1]), xc.T @ r)
-        r = r - xc @ self.trend
-        self.signal = max(float(np.var(r)), 1e-3) if len(r) > 1 else 0.05
-        noise = self.signal * NOISE_SHARE + 1e-6
-        d = _distances(x, x)
-        best: tuple[float, float, Any, FloatArray] | None = None
-        for scale in LENGTH_SCALES:
-            length = scale * width
-            k = self.signal * _matern52(d, length) + noise * np.eye(len(r))
-            chol = np.linalg.cholesky(k)
-            alpha = cho_solve((chol, True), r)
-            evidence = -0.5 * float(r @ alpha) - float(np.log(np.diag(chol)).sum())
-            if best is None or evidence > best[0]:
-                best = (evidence, length, chol, alpha)
-        assert best is not None
-        _, self.length, self.chol, self.alpha = best
-
-    def predict(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
-        k = self.signal * _matern52(_distances(x, self.x), self.length)
-        mean = k @ self.alpha + (x - self.centre) @ self.trend
-        v = solve_triangular(self.chol, k.T, lower=True)
-        var = np.maximum(self.signal - (v * v).sum(0), 1e-9)
-        return np.asarray(mean, dtype=np.float64), np.asarray(var, dtype=np.float64)
+    confidence: float = 1.0  # how far the memory's prediction holds here (module, 4.)
+    purpose: str = "exploit"  # "exploit" (expected improvement) or "explore" (space-filling)
 
 
 def _chip_weights(
@@ -194,8 +163,11 @@ class Posterior:
         observed: list[tuple[int, float]],
         prior: FloatArray,
         seed: int,
+        prior_confidence: float = 1.0,
+        names: Sequence[str] = (),
     ) -> None:
         self.model = model
+        self.names = tuple(names) or model.chips
         self.keys = keys
         self.features = features
         self.open = open_rows
@@ -217,9 +189,12 @@ class Posterior:
             a = float(all_y.mean() - b * m[all_rows].mean())
         self.mean = a + b * m
         self.var = b * b * spread + 1e-4
+        self.confidence = _confidence(prior_confidence, self.mean[rows], y)
+        self.length = 0.2 * math.sqrt(max(1, features.shape[1]))
         if len(y) >= 2:
             width = math.sqrt(max(1, int((features.max(0) > features.min(0)).sum())))
-            residual = _Residual(features[rows], y - self.mean[rows], width)
+            residual = Residual(features[rows], y - self.mean[rows], width)
+            self.length = residual.length
             short = self._shortlist(residual.signal, rng)
             shift, gp_var = residual.predict(features[short])
             self.mean[short] += shift
@@ -230,6 +205,7 @@ class Posterior:
             outside[short] = False
             self.open = self.open & ~outside
         self.best = float(all_y.min()) if len(all_y) else None
+        self.observed_features = features[all_rows]
 
     def _shortlist(self, signal: float, rng: np.random.Generator) -> npt.NDArray[np.int64]:
         candidates = np.flatnonzero(self.open)
@@ -250,20 +226,61 @@ class Posterior:
         ei = sigma * (z * ndtr(z) + np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi))
         return np.asarray(ei, dtype=np.float64)
 
-    def suggest(self, k: int) -> list[ModelSuggestion]:
-        """Up to k untried candidates, best acquisition first (ties by candidate order)."""
+    def explore_count(self, k: int) -> int:
+        """How many of a batch of k explore (module, 5.): none when the memory is sure."""
+        return min(k, int(math.floor(k * EXPLORE_SHARE * (1.0 - self.confidence) + 0.5)))
+
+    def _picks(self, k: int) -> list[tuple[int, str]]:
+        """The batch: expected improvement with nearby candidates discounted after each pick,
+        and the space-filling share (module, 5.)."""
         score = np.where(self.open, self.acquisition(), -np.inf)
-        order = np.argsort(-score, kind="stable")[:k]
+        n_explore = self.explore_count(k)
+        picks: list[tuple[int, str]] = []
+        chosen: list[int] = []
+        for _ in range(k - n_explore):
+            i = int(np.argmax(score))
+            if not np.isfinite(score[i]):
+                break
+            picks.append((i, "exploit"))
+            chosen.append(i)
+            near = distances(self.features, self.features[i : i + 1])[:, 0]
+            discount = 1.0 - np.exp(-((near / self.length) ** 2))
+            score = np.where(np.isfinite(score), score * discount, score)
+            score[i] = -np.inf
+        if n_explore:
+            lower = self.mean - INTERVAL_Z * np.sqrt(self.var)
+            open_rows = self.open.copy()
+            open_rows[chosen] = False
+            if open_rows.any():
+                promising = open_rows & (lower <= np.median(lower[open_rows]))
+                tried = np.vstack([self.observed_features, self.features[chosen]])
+                far = (
+                    distances(self.features, tried).min(axis=1)
+                    if len(tried)
+                    else np.ones(len(self.keys))
+                )
+                for _ in range(n_explore):
+                    gap = np.where(promising, far, -np.inf)
+                    i = int(np.argmax(gap))
+                    if not np.isfinite(gap[i]):
+                        break
+                    picks.append((i, "explore"))
+                    promising[i] = False
+                    far = np.minimum(far, distances(self.features, self.features[i : i + 1])[:, 0])
+        return picks
+
+    def suggest(self, k: int) -> list[ModelSuggestion]:
+        """Up to k untried candidates: the batch of `_picks`, exploitation first."""
+        score = np.where(self.open, self.acquisition(), -np.inf)
+        picks = self._picks(k)
         optimum = float(self.mean.min())
         chips = {
             chip: round(float(w), 4)
-            for chip, w in zip(self.model.chips, self.weights, strict=True)
+            for chip, w in zip(self.names, self.weights, strict=True)
             if w >= 0.005
         }
         out = []
-        for i in order:
-            if not np.isfinite(score[i]):
-                break
+        for i, purpose in picks:
             sd = math.sqrt(float(self.var[i]))
             mu = float(self.mean[i])
             out.append(
@@ -281,6 +298,8 @@ class Posterior:
                     chips=chips,
                     n_observations=self.n_observations,
                     drivers=self.drivers(int(i)),
+                    confidence=round(self.confidence, 3),
+                    purpose=purpose,
                 )
             )
         return out
@@ -303,6 +322,21 @@ class Posterior:
         return [(name, value, ratio) for _, name, value, ratio in effects[:top] if ratio != 1.0]
 
 
+def _confidence(prior: float, predicted: FloatArray, measured: FloatArray) -> float:
+    """The prior confidence, then the rank correlation of the prediction with the run's
+    outcomes (negative counts as 0), shrunk towards the prior by `CONFIDENCE_KAPPA`."""
+    n = len(measured)
+    if n < 3:
+        return prior
+    ranks_p = np.argsort(np.argsort(predicted, kind="stable"), kind="stable").astype(float)
+    ranks_m = np.argsort(np.argsort(measured, kind="stable"), kind="stable").astype(float)
+    if ranks_p.std() == 0 or ranks_m.std() == 0:
+        rho = 0.0
+    else:
+        rho = float(np.corrcoef(ranks_p, ranks_m)[0, 1])
+    return (n * max(0.0, rho) + CONFIDENCE_KAPPA * prior) / (n + CONFIDENCE_KAPPA)
+
+
 def fit_posterior(
     model: FamilyModel,
     observations: Sequence[tuple[ConfigKey, float | None]],
@@ -311,6 +345,8 @@ def fit_posterior(
     allowed: Mapping[str, Sequence[Any]] | None = None,
     valid: Sequence[ConfigKey] | None = None,
     seed: int = 0,
+    target: Any = None,
+    pooled_share: float = POOLED_SHARE_NEW_KEY,
 ) -> Posterior:
     """Refit the family model to a run's observations.
 
@@ -324,6 +360,9 @@ def fit_posterior(
             are left out.
         valid: the caller's own list of valid configurations; when given, the candidates.
         seed: the bootstrap's and the shortlist's seed (same inputs and seed, same posterior).
+        target: the run's key (`retrieval.perf_pooled.KeyContext`); with a pooled model, its
+            prediction at this key joins the columns.
+        pooled_share: the pooled column's share of the prior weight.
     """
     if valid is not None:
         wanted = list(dict.fromkeys(valid))
@@ -366,8 +405,28 @@ def fit_posterior(
     weights = np.array([max(0.0, float(prior.get(c, 0.0))) for c in model.chips])
     if weights.sum() <= 0:
         weights = np.ones(len(model.chips))
+    names: tuple[str, ...] = model.chips
+    if model.pooled is not None and target is not None and pooled_share > 0:
+        # The pooled model's prediction at this key is one more column holding a share
+        # `pooled_share` of the prior weight; the run's outcomes weigh it from then on.
+        pooled = model.pooled.predict([keys[i] for i in range(len(keys))], target)
+        columns = np.hstack([columns, pooled[:, None]])
+        share = min(0.9, max(0.0, pooled_share))
+        weights = np.append(weights / weights.sum() * (1.0 - share), share)
+        names = (*model.chips, POOLED)
+    measured = model.measured[stored].any(axis=1) if len(stored) else np.zeros(0, dtype=bool)
+    coverage = float(measured.sum()) / max(1, len(keys))
     return Posterior(
-        model, keys, features, columns, open_rows, observed, weights / weights.sum(), seed
+        model,
+        keys,
+        features,
+        columns,
+        open_rows,
+        observed,
+        weights / weights.sum(),
+        seed,
+        prior_confidence=coverage,
+        names=names,
     )
 
 

@@ -33,7 +33,7 @@ from typing import Any
 from agent_client.client import MemoryClient
 from agent_client.models import Outcome
 from agent_client.tuners.memory_link import MemoryLink, Reporter, usable_suggestions
-from ingest.chip_context import chip_context
+from ingest.chip_context import UNKNOWN_BACKEND, chip_context
 from ingest.readers.kerneltuner import op_name
 from ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
 from retrieval.suggest import Observation, SpaceExhausted, SuggestState, config_key, identity
@@ -45,6 +45,30 @@ IDLE_ROUNDS = 2
 # The most valid configurations the service takes in one request (its MAX_VALID): a larger
 # space is sent as its parameters alone, and suggestions outside the restrictions are skipped.
 VALID_SENT_MAX = 50_000
+
+
+# Kernel Tuner's kernel languages and the memory's backends (OpenCL runs on every vendor:
+# the device name has to tell).
+LANG_BACKENDS = {
+    "CUDA": "cuda",
+    "CUPY": "cuda",
+    "NVCUDA": "cuda",
+    "HIP": "hip",
+    "C": "cpu",
+    "FORTRAN": "cpu",
+}
+
+
+def kernel_backend(runner: Any, kernel_options: Any) -> str | None:
+    """The memory's backend of a Kernel Tuner run, from its kernel language: the one the user
+    passed (`lang=`), else the one Kernel Tuner detected from a kernel source it was given (a
+    simulated run has no source, and its detected language says nothing)."""
+    lang = kernel_options.get("lang") if hasattr(kernel_options, "get") else None
+    if not lang:
+        source = getattr(runner, "kernel_source", None)
+        has_source = any(bool(s) for s in getattr(source, "kernel_sources", None) or [])
+        lang = getattr(source, "lang", None) if has_source else None
+    return LANG_BACKENDS.get(str(lang).upper()) if lang else None
 
 
 def _warn(message: str) -> None:
@@ -160,7 +184,10 @@ class _Run:
             "signature": {"problem_size": problem, "tune_params_keys": self.names},
         }
         device = strategy.chip or device_name(runner, strategy.warn)
-        self.chip = chip_context(device)
+        # Kernel Tuner reports some devices by an empty name or a gfx target (AMD GPUs under
+        # HIP, every simulated run): the backend then comes from the kernel language, so the
+        # run is stored as an unknown chip of that backend instead of being refused.
+        self.chip = chip_context(device, kernel_backend(runner, kernel_options))
         self.context = {"chip": device}
         self.observations: list[Observation] = []
         self.attempts: list[AttemptRecord] = []
@@ -344,7 +371,12 @@ class _Run:
         client = self.strategy.client
         if client is None:
             return
-        if self.strategy.upload and self.attempts and self.reachable:
+        if self.chip.backend == UNKNOWN_BACKEND:
+            self.strategy.warn(
+                f"the run is not uploaded: Kernel Tuner names the device {self.chip.raw!r} and "
+                "its kernel language does not tell the backend (pass chip= or lang=)"
+            )
+        elif self.strategy.upload and self.attempts and self.reachable:
             run = self.trajectory()
             self.reporter.submit(lambda: client.upload_trajectories([run]))
         self.reporter.flush(2 * self.strategy.timeout_s)

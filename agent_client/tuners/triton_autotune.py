@@ -16,8 +16,6 @@ user's page.
 from __future__ import annotations
 
 import atexit
-import math
-import random
 import time
 import warnings
 import weakref
@@ -25,13 +23,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent_client.client import MemoryClient
+from agent_client.tuners import triton_choice
 from agent_client.tuners.memory_link import (
     RETRY_AFTER_S,
     MemoryLink,
     Reporter,
     brief,
-    lesson_ids,
-    suggestion_list,
 )
 from agent_client.tuners.triton_records import (
     Pending,
@@ -43,11 +40,10 @@ from agent_client.tuners.triton_records import (
     outcomes,
     params_key,
     scalar,
+    timing_ms,
     trajectory,
 )
-
-# Suggestion sources that rest on what the memory holds (the rest is the service's search).
-INFORMED = frozenset({"exemplar", "preference", "model"})
+from agent_client.tuners.triton_rounds import RoundPolicy
 
 
 class MemoryUnavailableWarning(UserWarning):
@@ -63,9 +59,9 @@ class MemoryTuning:
         top_k: configurations to time for a new key, as Triton's own `prune_configs_by` top_k:
             an int (a count) or a float <= 1.0 (a fraction of the given configurations, at
             least one).
-        explore: the share of `top_k` drawn at random from the other given configurations
-            (rounded, at least one when top_k >= 2 and explore > 0), so the memory keeps
-            learning.
+        explore: the share of each round after the opening spent on the untimed
+            configurations farthest from everything timed (space-filling); the rest of a round
+            is what the memory suggests from the key's timings so far.
         op, kernel: how the memory names the operator and the kernel (default: the kernel
             function's name for both).
         signature: (named_args) -> the problem's signature; default: the key arguments' values
@@ -75,6 +71,8 @@ class MemoryTuning:
         context: overrides of the device context (chip, backend, model, scenario, toolchain).
         seed: the exploration's seed (mixed with the key).
         client: a ready `MemoryClient` (tests, or a shared one); default: one of its own.
+        policy: how the rounds spend `top_k` (`triton_rounds.RoundPolicy`; its explore share
+            is `explore`).
     """
 
     def __init__(
@@ -82,7 +80,7 @@ class MemoryTuning:
         memory_url: str,
         *,
         top_k: int | float = 5,
-        explore: float = 0.2,
+        explore: float = 0.5,
         op: str | None = None,
         kernel: str | None = None,
         signature: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
@@ -92,6 +90,7 @@ class MemoryTuning:
         context: dict[str, Any] | None = None,
         seed: int = 0,
         client: MemoryClient | None = None,
+        policy: RoundPolicy | None = None,
     ) -> None:
         if isinstance(top_k, bool) or not isinstance(top_k, int | float) or top_k <= 0:
             raise ValueError(f"top_k must be a positive int or a fraction <= 1.0, not {top_k!r}")
@@ -102,6 +101,8 @@ class MemoryTuning:
         self.memory_url = memory_url
         self.top_k = top_k
         self.explore = explore
+        base = policy or RoundPolicy()
+        self.policy = RoundPolicy(base.opening, base.step, base.min_gain, explore, base.sure)
         self.op = op
         self.kernel = kernel
         self.signature = signature
@@ -113,6 +114,9 @@ class MemoryTuning:
         self.reports: list[dict[str, Any]] = []  # what went back to the memory, per key
         self.last_decision: dict[str, Any] | None = None
         self._pending: Pending | None = None
+        # The call being tuned (Triton's args and kwargs) and what the rounds timed in it.
+        self._call: tuple[tuple[Any, ...], dict[str, Any]] | None = None
+        self._measured: dict[Any, tuple[Any, Any]] = {}
         self._down_until = 0.0
         self.reporter = Reporter(self._report_failed)
         self._context: dict[str, Any] | None = None
@@ -137,28 +141,52 @@ class MemoryTuning:
         self._names = (self.op or name, self.kernel or name)
         user_prune = autotuner.early_config_prune
         original_run = autotuner.run
+        original_bench = autotuner._bench
+
+        def bench(configs: list[Any]) -> dict[Any, Any]:
+            """Triton's own benchmarking of each configuration, kept for Triton's pass."""
+            assert self._call is not None
+            args, kwargs = self._call
+            out = {}
+            for config in configs:
+                out[config] = original_bench(*args, config=config, **kwargs)
+                self._measured[params_key(config_params(config))] = (config, out[config])
+            return out
+
+        def remembered_bench(*args: Any, config: Any, **kwargs: Any) -> Any:
+            # Triton's benchmark pass over the pruned list: what the rounds timed is not re-run.
+            found = self._measured.get(params_key(config_params(config)))
+            return found[1] if found else original_bench(*args, config=config, **kwargs)
 
         def early_config_prune(configs: list[Any], named_args: dict[str, Any], **kwargs: Any):
             if user_prune is not None:
                 configs = user_prune(configs, named_args, **kwargs)
-            return self.choose(list(configs), {**named_args, **kwargs}, autotuner.keys)
+            rounds = bench if self._call is not None else None
+            return self.choose(list(configs), {**named_args, **kwargs}, autotuner.keys, rounds)
 
         def run(*args: Any, **kwargs: Any) -> Any:
             before = set(autotuner.cache)
             timings_before = getattr(autotuner, "configs_timings", None)
-            self._pending = None
-            result = original_run(*args, **kwargs)
+            self._pending, self._call, self._measured = None, (args, kwargs), {}
+            try:
+                result = original_run(*args, **kwargs)
+            finally:
+                self._call = None
             pending, self._pending = self._pending, None
             timings = getattr(autotuner, "configs_timings", None)
+            if timings is timings_before and self._measured:
+                timings = dict(self._measured.values())  # one config left: Triton timed none
+            elif timings is timings_before:
+                timings = None
             if pending is not None and set(autotuner.cache) - before and timings:
-                if timings is not timings_before:
-                    self.report(pending, timings)
+                self.report(pending, timings)
             return result
 
         if getattr(autotuner, "_do_bench", "absent") is None and interpreting():
             autotuner._do_bench = interpreter_bench
         autotuner.early_config_prune = early_config_prune
         autotuner.run = run
+        autotuner._bench = remembered_bench
         autotuner._tunemem = self
         return autotuner
 
@@ -182,74 +210,27 @@ class MemoryTuning:
         op, kernel = self._names
         return {"op": op, "kernel": kernel, "signature": signature, "dtype": dtype}
 
-    def choose(self, configs: list[Any], named: dict[str, Any], keys: list[str]) -> list[Any]:
-        """The configurations to time for a new key: the memory's best, then exploration.
-
-        Every configuration is timed when they are within the budget anyway, or when the
+    def choose(
+        self,
+        configs: list[Any],
+        named: dict[str, Any],
+        keys: list[str],
+        bench: Callable[[list[Any]], dict[Any, Any]] | None = None,
+    ) -> list[Any]:
+        """The configurations to time for a new key, searched in rounds when `bench` (Triton's
+        benchmarking of a list of configurations) is given: the memory's best, then what the
+        key's own timings suggest (`triton_choice`, `triton_rounds`). Without `bench`, the
+        opening round alone. Every configuration when they fit the budget anyway, or when the
         memory cannot help (with one warning line).
         """
-        task = self.task_of(named, keys)
-        key = {k: scalar(named[k]) for k in keys if k in named}
-        by_key = {params_key(config_params(c)): c for c in configs}
-        budget = self.budget(len(by_key))
-        pending = Pending(task=task, key=key, given=len(configs), timed=[], origins={})
-        self._pending = pending
-        if budget >= len(by_key):
-            pending.origins = {k: "given" for k in by_key}
-            self._decided(pending, configs, "all given configurations fit the budget")
-            return configs
-        explore = min(budget - 1, max(1, round(budget * self.explore))) if self.explore else 0
-        answer = self._suggest(task, [config_params(c) for c in configs], budget - explore)
-        if answer is None:
-            pending.origins = {k: "given" for k in by_key}
-            self._decided(pending, configs, "the memory could not help: every configuration")
-            return configs
-        suggestions, _ = suggestion_list(answer)
-        if not any(s.get("source") in INFORMED for s in suggestions):
-            suggestions = []  # only the service's own search: nothing remembered to go on
-        chosen: list[Any] = []
-        for suggestion in suggestions:
-            try:
-                found = params_key(suggestion["config"])
-            except TypeError:  # a value that cannot be compared: not one of the given configs
-                continue
-            if found in by_key and found not in pending.origins:
-                chosen.append(by_key[found])
-                pending.origins[found] = f"memory:{suggestion.get('source', '')}"
-                pending.suggestions[found] = lesson_ids(suggestion)
-            if len(chosen) >= budget - explore:
-                break
-        if not chosen:
-            self._warn(f"the memory at {self.memory_url} has nothing for {task['kernel']} here")
-            pending.origins = {k: "given" for k in by_key}
-            self._decided(pending, configs, "the memory had nothing: every configuration")
-            return configs
-        retrieval_id = answer.get("retrieval_id")
-        pending.retrieval_id = (
-            retrieval_id if isinstance(retrieval_id, str) and retrieval_id else None
-        )
-        rest = [k for k in by_key if k not in pending.origins]
-        rng = random.Random(f"{self.seed}:{sorted(key.items())}")
-        for found in rng.sample(rest, min(len(rest), budget - len(chosen))):
-            chosen.append(by_key[found])
-            pending.origins[found] = "explore"
-        self._decided(pending, chosen, "memory")
-        return chosen
-
-    def _decided(self, pending: Pending, configs: list[Any], how: str) -> None:
-        pending.timed = [config_params(c) for c in configs]
-        self.last_decision = {
-            "key": pending.key,
-            "given": pending.given,
-            "timed": len(configs),
-            "how": how,
-            "retrieval_id": pending.retrieval_id,
-            "origins": [pending.origins.get(params_key(p), "given") for p in pending.timed],
-            "configs": pending.timed,
-        }
+        return triton_choice.choose(self, configs, named, keys, bench)
 
     def _suggest(
-        self, task: dict[str, Any], valid: list[dict[str, Any]], k: int
+        self,
+        task: dict[str, Any],
+        valid: list[dict[str, Any]],
+        k: int,
+        observations: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any] | None:
         if time.monotonic() < self._down_until:
             return None
@@ -262,7 +243,7 @@ class MemoryTuning:
             "task": task,
             "context": self.context(),
             "space": {"params": params, "valid": valid},
-            "observations": [],
+            "observations": observations or [],
             "k": max(1, min(k, 100)),
             "stage": "refine",
             "seed": self.seed,
@@ -290,10 +271,7 @@ class MemoryTuning:
         """Send Triton's timings of a new key back to the memory, in the background."""
         measured = []
         for config, timing in timings.items():
-            params = config_params(config)
-            value = timing[0] if isinstance(timing, list | tuple) else timing
-            ms = float(value) if value is not None else math.inf
-            measured.append((params, ms))
+            measured.append((config_params(config), timing_ms(timing)))
         report = {
             "key": pending.key,
             "retrieval_id": pending.retrieval_id,
@@ -310,9 +288,10 @@ class MemoryTuning:
 
     def _send(self, report: dict[str, Any]) -> None:
         try:
-            if report["retrieval_id"] is not None:
-                for item in report["outcomes"]:
-                    self.client.report(report["retrieval_id"], item["outcome"], used=item["used"])
+            for item in report["outcomes"]:
+                retrieval_id = item.get("retrieval_id") or report["retrieval_id"]
+                if retrieval_id is not None:
+                    self.client.report(retrieval_id, item["outcome"], used=item["used"])
             self.client.upload_trajectories([report["trajectory"]])
             report["sent"] = True
         except Exception as exc:  # the reporter warns once; it never reaches the user's loop
@@ -343,7 +322,7 @@ def hook(
     /,
     *,
     top_k: int | float = 5,
-    explore: float = 0.2,
+    explore: float = 0.5,
     **memory: Any,
 ) -> Any:
     """Give an existing `@triton.autotune` kernel a memory; returns the same kernel.
@@ -369,7 +348,7 @@ def autotune(
     *,
     memory_url: str,
     top_k: int | float = 5,
-    explore: float = 0.2,
+    explore: float = 0.5,
     **memory: Any,
 ) -> Callable[[Any], Any]:
     """`triton.autotune` (its arguments, `cache_results` too where Triton has it) plus

@@ -39,6 +39,12 @@ def dtype_name(value: Any) -> str:
     return str(value).removeprefix("torch.")
 
 
+def timing_ms(timing: Any) -> float:
+    """Triton's timing ([median, p20, p80] or a number; None: failed) in ms, inf for a failure."""
+    value = timing[0] if isinstance(timing, list | tuple) else timing
+    return float(value) if value is not None else math.inf
+
+
 def interpreter_bench(kernel_call: Callable[[], Any], quantiles: Any = None) -> list[float]:
     """Wall-clock timing for the Triton interpreter, which has no GPU benchmarker: one warm-up
     call, then the median of three (in ms, as Triton's [median, p20, p80])."""
@@ -87,6 +93,9 @@ class Pending:
     origins: dict[tuple[tuple[str, Any], ...], str]
     suggestions: dict[tuple[tuple[str, Any], ...], list[str]] = field(default_factory=dict)
     retrieval_id: str | None = None
+    # Each round asks anew: the retrieval each suggested configuration came from.
+    retrievals: dict[tuple[tuple[str, Any], ...], str] = field(default_factory=dict)
+    search: Any = None  # the key's `triton_rounds.SearchResult`, when it searched in rounds
 
 
 def outcomes(
@@ -97,8 +106,9 @@ def outcomes(
     best: float | None = None
     for params, ms in measured:
         lessons = pending.suggestions.get(params_key(params))
+        retrieval_id = pending.retrievals.get(params_key(params), pending.retrieval_id)
         ok = math.isfinite(ms)
-        if lessons is not None and pending.retrieval_id:
+        if lessons is not None and retrieval_id:
             outcome = Outcome(
                 compiled=ok,
                 correct=True if ok else None,
@@ -106,7 +116,7 @@ def outcomes(
                 best_before_ms=best,
                 error=None if ok else "Triton's benchmark failed (out of resources)",
             )
-            out.append({"used": lessons, "outcome": outcome})
+            out.append({"used": lessons, "outcome": outcome, "retrieval_id": retrieval_id})
         if ok:
             best = ms if best is None else min(best, ms)
     return out

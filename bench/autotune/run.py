@@ -47,7 +47,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--trajectories", type=Path, default=Path("bench/results/h200"))
     p.add_argument("--out", type=Path, default=Path("bench/results"))
     p.add_argument("--top-k", type=float, default=5, help="configurations the drop-in times")
-    p.add_argument("--explore", type=float, default=0.2, help="their exploration share")
+    p.add_argument("--explore", type=float, default=0.5, help="the drop-in's exploration share")
     p.add_argument("--options", type=json.loads, default=None, help="ranking options (JSON)")
     p.add_argument("--rounds", type=int, default=5, help="interleaved re-timing rounds")
     p.add_argument("--workers", type=int, default=8, help="memories prepared at once")
@@ -60,6 +60,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run only the full autotune arm and save its results (for --full-from)",
     )
+    p.add_argument(
+        "--cold",
+        action="store_true",
+        help="the cold protocol: an empty memory per kernel and key order (bench.autotune.cold)",
+    )
+    p.add_argument("--orders", type=int, nargs="+", default=[0], help="cold key orders (seeds)")
     p.add_argument(
         "--full-from",
         type=Path,
@@ -302,6 +308,11 @@ def main(argv: list[str] | None = None) -> int:
 
         if not torch.cuda.is_available():
             raise RuntimeError("bench autotune needs an NVIDIA GPU with CUDA; none is visible")
+    if args.cold:
+        from bench.autotune.cold import ColdAutotuneBench, render_cold
+
+        print(render_cold(ColdAutotuneBench(args).run()))
+        return 0
     report = AutotuneBench(args).run()
     if not args.full_only:
         print(render_markdown(report))

@@ -8,11 +8,17 @@ measured configurations (failed ones left out, so they cost no arm an evaluation
 - Kernel Tuner's strategies run once per budget (some adapt to `max_fevals`), seeded.
 - `tunemem` (`agent_client.tuners.kernel_tuner.MemoryStrategy`) runs against a fresh memory
   behind a real HTTP server, filled leave-one-chip-out: first the caches of `--sources`, then
-  the family's other chips (in a seeded order), each tuned by the strategy in simulation mode
-  with the memory as it is (its outcomes reported, its run uploaded) and then its cache
-  ingested; the task's own cache never enters. The target is then tuned once with the largest
-  budget: the strategy does not look at `max_fevals`, so its first B evaluations are its run
-  with budget B.
+  the family's other chips (in a seeded order); the task's own cache never enters. How each
+  source fills it is the memory mode (`MEMORY_MODES`):
+  - `caches`: tuned by the strategy in simulation mode with the memory as it is (its outcomes
+    reported, its run uploaded), then its whole cache ingested;
+  - `self-fed`: only tuned by the strategy (`--source-budget` evaluations, outcomes reported,
+    run uploaded): the memory holds what the strategy itself chose to time, nothing else;
+  - `kt-runs`: tuned by one of Kernel Tuner's strategies (`--source-strategy`) and its run's
+    cache file (only the configurations it evaluated) ingested, as a user ingests the caches
+    their tuning scripts wrote.
+  The target is then tuned once with the largest budget: the strategy does not look at
+  `max_fevals`, so its first B evaluations are its run with budget B.
 
 Per task and on average: the fraction of the optimum at each budget, evaluations to 90 % and
 95 % of it (from the largest-budget runs), and the autotuning-methodology score (the
@@ -40,6 +46,8 @@ from bench.tuners.simulation import (
     fraction_at,
     methodology_score,
     random_expectation,
+    run_cache,
+    run_results,
     run_strategy,
     simulation_cache,
 )
@@ -50,6 +58,7 @@ DEFAULT_BUDGETS = (5, 10, 20, 50, 100)
 # background after the sources were ingested, instead of going without it.
 TUNERS_SERVICE_SETTINGS = {**SERVICE_SETTINGS, "model_wait_s": 120.0}
 LEVELS = {"90": 0.9, "95": 0.95}
+MEMORY_MODES = ("caches", "self-fed", "kt-runs")
 
 
 def source_order(tasks: list[Task], seed: int) -> list[Task]:
@@ -61,10 +70,23 @@ def source_order(tasks: list[Task], seed: int) -> list[Task]:
 class Arena:
     """The tasks with their simulation caches, and the runs of every arm on them."""
 
-    def __init__(self, tasks: list[Task], sources: list[Task], folder: Path, k: int) -> None:
+    def __init__(
+        self,
+        tasks: list[Task],
+        sources: list[Task],
+        folder: Path,
+        k: int,
+        memory: str = "caches",
+        source_strategy: str = "genetic_algorithm",
+    ) -> None:
+        if memory not in MEMORY_MODES:
+            raise ValueError(f"unknown memory mode {memory!r}; valid: {', '.join(MEMORY_MODES)}")
         self.tasks = tasks
         self.sources = sources
         self.k = k
+        self.memory = memory
+        self.source_strategy = source_strategy
+        self.folder = folder
         self.caches = {
             t.name: simulation_cache(t.recording, folder / f"{i}.json")
             for i, t in enumerate(tasks + sources)
@@ -97,18 +119,46 @@ class Arena:
         started = time.perf_counter()
         try:
             for source in sorted(self.sources, key=lambda t: t.name) + source_order(family, seed):
-                self._tune(live.url, source, source_budget, seed)
-                live.service.ingest([source.trajectory()])
+                self._fill(live, source, source_budget, seed)
             filled = time.perf_counter()
+            counts = live.service.counts()
             trace = self._tune(live.url, task, budget, seed)
             info = {
                 "memory": [t.name for t in family] + [t.name for t in self.sources],
+                "memory_mode": self.memory,
+                "memory_counts": counts,
                 "fill_s": round(filled - started, 1),
                 "run_s": round(time.perf_counter() - filled, 1),
             }
         finally:
             live.close()
         return trace, info
+
+    def _fill(self, live: LiveService, source: Task, budget: int, seed: int) -> None:
+        """One source into the memory, as the memory mode says (module docstring)."""
+        if self.memory == "kt-runs":
+            from ingest.readers import read_any
+
+            results = run_results(self.caches[source.name], self.source_strategy, budget, seed)
+            path = self.folder / f"run-{source.chip}.json"
+            run_cache(source.recording, results[: _first_distinct(results, source, budget)], path)
+            live.service.ingest(read_any([path]))
+            return
+        self._tune(live.url, source, budget, seed)
+        if self.memory == "caches":
+            live.service.ingest([source.trajectory()])
+
+
+def _first_distinct(results: list[dict[str, Any]], task: Task, budget: int) -> int:
+    """How many of Kernel Tuner's results hold the run's first `budget` distinct
+    configurations (results repeat configurations served from the cache)."""
+    names = task.recording.param_names
+    seen: set[tuple[Any, ...]] = set()
+    for i, result in enumerate(results):
+        seen.add(tuple(result.get(name) for name in names))
+        if len(seen) > budget:
+            return i
+    return len(results)
 
 
 def _quiet(message: str) -> None:
@@ -172,6 +222,8 @@ def run_tuners_bench(
     source_budget: int | None,
     command: str,
     progress: Callable[[str], None] = print,
+    memory: str = "caches",
+    source_strategy: str = "genetic_algorithm",
 ) -> dict[str, Any]:
     """Run every arm on every task; write `out` (JSON), its Markdown and plot beside it."""
     from bench.tuners.report import markdown, plot
@@ -190,6 +242,8 @@ def run_tuners_bench(
             "seeds": seeds,
             "k": k,
             "source_budget": source_budget or max(budgets),
+            "memory": memory,
+            "source_strategy": source_strategy if memory == "kt-runs" else None,
             "strategies": ["tunemem", *strategies],
             "caches": [str(p) for p in caches],
             "sources": [str(p) for p in sources],
@@ -202,7 +256,7 @@ def run_tuners_bench(
     }
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tunemem-tuners-") as folder:
-        arena = Arena(tasks, extra, Path(folder), k)
+        arena = Arena(tasks, extra, Path(folder), k, memory, source_strategy)
         for task in tasks:
             entry: dict[str, Any] = {"optimum_ms": task.optimum_ms, "arms": {}}
             times = list(task.recording.feasible().values())
@@ -248,9 +302,9 @@ def merge_results(parts: list[Path], out: Path, command: str) -> dict[str, Any]:
 
     loaded = [json.loads(p.read_text()) for p in parts]
     first = loaded[0]
-    keys = ("budgets", "seeds", "k", "source_budget", "strategies", "sources")
+    keys = ("budgets", "seeds", "k", "source_budget", "strategies", "sources", "memory")
     for other in loaded[1:]:
-        if any(other["settings"][key] != first["settings"][key] for key in keys):
+        if any(other["settings"].get(key) != first["settings"].get(key) for key in keys):
             raise ValueError("the results to merge were run with different settings")
     result = dict(first)
     result["command"] = command

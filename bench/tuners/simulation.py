@@ -61,6 +61,25 @@ def simulation_cache(recording: Recording, path: Path) -> Path:
     return path
 
 
+def run_cache(recording: Recording, results: Sequence[dict[str, Any]], path: Path) -> Path:
+    """The cache file Kernel Tuner writes for a run (`cache=`): only the configurations the run
+    evaluated, in the order it evaluated them, with the recording's device and problem."""
+    names = recording.param_names
+    document = json.loads(simulation_cache(recording, path).read_text())
+    evaluated: dict[str, dict[str, Any]] = {}
+    for result in results:
+        key = tuple(result.get(name) for name in names)
+        latency = recording.feasible().get(key)
+        if latency is not None:
+            evaluated.setdefault(
+                ",".join(str(v) for v in key),
+                {**dict(zip(names, key, strict=True)), "time": latency},
+            )
+    document["cache"] = evaluated
+    path.write_text(json.dumps(document))
+    return path
+
+
 def trace_of(results: Sequence[dict[str, Any]], names: Sequence[str]) -> list[float | None]:
     """Times of the distinct configurations of a run, in first-evaluation order."""
     seen: set[tuple[Any, ...]] = set()
@@ -82,6 +101,11 @@ def run_strategy(
     cache: Path, names: Sequence[str], strategy: Any, budget: int, seed: int
 ) -> list[float | None]:
     """One Kernel Tuner run in simulation mode; its trace (at most `budget` long)."""
+    return trace_of(run_results(cache, strategy, budget, seed), names)[:budget]
+
+
+def run_results(cache: Path, strategy: Any, budget: int, seed: int) -> list[dict[str, Any]]:
+    """One Kernel Tuner run in simulation mode; Kernel Tuner's own result list."""
     from kernel_tuner import tune_cache
 
     with warnings.catch_warnings():
@@ -93,7 +117,7 @@ def run_strategy(
             quiet=True,
             seed=seed,
         )
-    return trace_of(results, names)[:budget]
+    return list(results)
 
 
 def best_so_far(trace: Sequence[float | None], length: int) -> list[float]:

@@ -245,7 +245,7 @@ def bench_autotune(
     ] = "softmax,rmsnorm,decode_attention,attention,gemm",
     shapes: Annotated[int, typer.Option(help="shapes per task (0: all)")] = 0,
     top_k: Annotated[float, typer.Option(help="configurations the drop-in times")] = 5,
-    explore: Annotated[float, typer.Option(help="their exploration share")] = 0.2,
+    explore: Annotated[float, typer.Option(help="the drop-in's exploration share")] = 0.5,
     rounds: Annotated[int, typer.Option(help="interleaved re-timing rounds")] = 5,
     sweeps: Annotated[Path, typer.Option(help="recorded sweeps")] = Path("bench/results/h200"),
     trajectories: Annotated[Path, typer.Option(help="where autotune-<task>.jsonl go")] = Path(
@@ -259,6 +259,10 @@ def bench_autotune(
     workers: Annotated[int, typer.Option(help="memories prepared at once")] = 8,
     device: Annotated[str, typer.Option(help="cuda, or cpu (Triton interpreter)")] = "cuda",
     full_only: Annotated[bool, typer.Option(help="run only the full autotune arm")] = False,
+    cold: Annotated[
+        bool, typer.Option(help="from an empty memory, the shapes in seeded orders (--orders)")
+    ] = False,
+    orders: Annotated[str, typer.Option(help="--cold key orders, comma-separated seeds")] = "0",
     full_from: Annotated[
         Path | None, typer.Option(help="the full arm's results from a --full-only run")
     ] = None,
@@ -273,12 +277,16 @@ def bench_autotune(
     if device not in ("cuda", "cpu"):
         err.print(f"error: --device must be cuda or cpu, not {device!r}")
         raise typer.Exit(2)
+    if cold and not all(o.strip().isdigit() for o in orders.split(",")):
+        err.print(f"error: --orders takes comma-separated seeds (0,1,2), not {orders!r}")
+        raise typer.Exit(2)
     argv = [
         *("--tasks", tasks, "--shapes", str(shapes), "--top-k", str(top_k)),
         *("--explore", str(explore), "--rounds", str(rounds), "--sweeps", str(sweeps)),
         *("--trajectories", str(trajectories), "--out", str(out), "--name", name),
         *("--budget-s", str(budget_s), "--workers", str(workers), "--device", device),
         *(["--full-only"] if full_only else []),
+        *(["--cold", "--orders", *(o.strip() for o in orders.split(","))] if cold else []),
         *(["--full-from", str(full_from)] if full_from else []),
         *(["--options", options] if options else []),
     ]

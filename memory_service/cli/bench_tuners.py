@@ -18,7 +18,7 @@ DEVELOPMENT = ("convolution", "dedispersion")  # the development caches (the def
 
 
 def parser() -> argparse.ArgumentParser:
-    from bench.tuners.run import DEFAULT_BUDGETS
+    from bench.tuners.run import DEFAULT_BUDGETS, MEMORY_MODES
     from bench.tuners.simulation import KT_STRATEGIES
 
     p = argparse.ArgumentParser(
@@ -36,7 +36,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=int, default=3, help="seeds per arm and budget")
     p.add_argument(
         "--strategies",
-        nargs="+",
+        nargs="*",
         default=list(KT_STRATEGIES),
         help=f"Kernel Tuner strategies (default: {' '.join(KT_STRATEGIES)})",
     )
@@ -46,6 +46,21 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         help="evaluations of each source run that fills the memory (default: largest budget)",
+    )
+    p.add_argument(
+        "--memory",
+        choices=MEMORY_MODES,
+        default="caches",
+        help="how the sources fill the memory: caches (tuned by the strategy, then their whole "
+        "cache ingested), self-fed (only the strategy's own runs, --source-budget evaluations, "
+        "uploaded with their outcomes), kt-runs (a Kernel Tuner strategy's runs, their cache "
+        "files holding only what they evaluated, ingested)",
+    )
+    p.add_argument(
+        "--source-strategy",
+        choices=KT_STRATEGIES,
+        default="genetic_algorithm",
+        help="the Kernel Tuner strategy whose runs fill the memory with --memory kt-runs",
     )
     p.add_argument(
         "--out", type=Path, default=Path("bench/results/tuners.json"), help="JSON result path"
@@ -92,6 +107,8 @@ def bench_tuners(ctx: typer.Context) -> None:
             k=args.k,
             source_budget=args.source_budget,
             command=command,
+            memory=args.memory,
+            source_strategy=args.source_strategy,
         )
     except TaskDataError as exc:
         err.print(f"error: {exc}")

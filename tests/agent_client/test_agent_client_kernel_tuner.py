@@ -131,6 +131,50 @@ def test_empty_memory_warns_once_and_searches(live, w6600_cache):
     assert service.counts()["trajectories"] == 1  # the run itself still goes into the memory
 
 
+@pytest.mark.parametrize("device_name", ["", "gfx1032"])
+def test_a_device_kernel_tuner_cannot_name_is_stored_with_the_backend_of_its_language(
+    live, w6600_cache, tmp_path: Path, device_name: str
+):
+    # Kernel Tuner names some AMD GPUs by an empty string or a gfx target; the run used to be
+    # refused on upload (422 unknown backend 'unknown') and the memory never learnt from it.
+    url, service = live()
+    path, doc = w6600_cache
+    doc["device_name"] = device_name
+    renamed = tmp_path / "renamed.json"
+    renamed.write_text(json.dumps(doc))
+    warnings: list[str] = []
+    strategy = MemoryStrategy(url=url, warn=warnings.append)
+    kernel_tuner.tune_cache(
+        str(renamed),
+        strategy=strategy,
+        strategy_options={"max_fevals": 6},
+        quiet=True,
+        lang="HIP",
+    )
+    assert not any("upload" in w for w in warnings), warnings
+    assert service.counts()["trajectories"] == 1
+    run = strategy.last_run
+    assert run is not None and run.chip.backend == "hip" and not run.chip.known
+
+
+def test_a_run_whose_backend_cannot_be_told_is_not_uploaded_and_says_why(
+    live, w6600_cache, tmp_path: Path
+):
+    url, service = live()
+    path, doc = w6600_cache
+    doc["device_name"] = ""
+    renamed = tmp_path / "renamed.json"
+    renamed.write_text(json.dumps(doc))
+    warnings: list[str] = []
+    strategy = MemoryStrategy(url=url, warn=warnings.append)
+    results, _ = kernel_tuner.tune_cache(
+        str(renamed), strategy=strategy, strategy_options={"max_fevals": 4}, quiet=True
+    )
+    assert len(results) == 4  # the tuning itself is untouched
+    assert service.counts()["trajectories"] == 0
+    assert any("not uploaded" in w and "lang=" in w for w in warnings)
+
+
 def test_device_name_reads_the_runner_or_warns_once() -> None:
     """Kernel Tuner 1.3's simulation runner has no `get_device_info`: the strategy crashed the
     user's run with an AttributeError there (issue 31); now it warns and goes on."""

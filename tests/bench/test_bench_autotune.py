@@ -72,3 +72,57 @@ def test_bench_autotune_protocol_on_the_interpreter(tmp_path, monkeypatch):
     saved = [json.loads(line) for line in (out / "autotune-decode_attention.jsonl").open()]
     roles = sorted(r["evidence"]["role"] for r in saved)
     assert roles == ["drop-in", "drop-in", "full_autotune", "full_autotune"]
+
+
+def test_bench_autotune_cold_protocol_on_the_interpreter(tmp_path):
+    """--cold: an empty memory, the shapes in a seeded order, the first timed in full, the next
+    within top_k with the first one's timings remembered; re-timed against the sweep's best."""
+    from bench.autotune.run import main
+
+    task = get_task("decode_attention")
+    sweeps = tmp_path / "sweeps"
+    sweeps.mkdir()
+    lines = [json.dumps(synthetic_sweep(task, case)) for case in task.small_shapes]
+    (sweeps / "decode_attention.jsonl").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out"
+    argv = ["--device", "cpu", "--tasks", "decode_attention", "--top-k", "2", "--rounds", "1"]
+    argv += ["--sweeps", str(sweeps), "--out", str(out), "--trajectories", str(out)]
+    assert main([*argv, "--cold", "--orders", "1", "--workers", "1", "--name", "cold"]) == 0
+
+    report = json.loads((out / "cold.json").read_text())
+    first, second = report["shapes"]
+    assert [first["position"], second["position"]] == [0, 1]
+    assert first["how"] == "the memory had nothing: every configuration"
+    assert first["timed"] == first["given"] == len(candidate_configs(task, get_dims(task, first)))
+    assert second["how"] == "memory" and second["timed"] <= 2
+    assert all(r["reported"][0]["sent"] for r in report["shapes"])
+    assert second["speed"] > 0 and 0 < second["random_k"] <= 1
+    assert report["summary"]["all"]["keys"] == 1  # scored after the first key
+    assert "| decode_attention | 1 | 1 |" in (out / "cold.md").read_text()
+    saved = [json.loads(line) for line in (out / "cold-decode_attention.jsonl").open()]
+    assert len(saved) == 2  # what the drop-in reported: the memory's only source
+
+
+def get_dims(task, row):
+    return task.shape(row["shape"]).dims
+
+
+def test_cold_replay_scores_each_key_after_the_first_against_random_k(tmp_path):
+    """The CPU replay of the cold protocol on SYNTHETIC sweeps of the two tiny shapes."""
+    from bench.autotune.replay import cold_summary, cold_task
+
+    task = get_task("decode_attention")
+    sweeps = tmp_path / "sweeps"
+    sweeps.mkdir()
+    lines = [json.dumps(synthetic_sweep(task, case)) for case in task.small_shapes]
+    (sweeps / "decode_attention.jsonl").write_text("\n".join(lines) + "\n")
+    rows = cold_task("decode_attention", sweeps, 0.5, 0.5, [0, 1], settings={"embedder": "hashing"})
+    assert [r["position"] for r in rows] == [0, 1, 0, 1]
+    assert {r["order"] for r in rows} == {0, 1}
+    first = [r for r in rows if r["position"] == 0]
+    assert all(r["timed"] == r["given"] and r["speed"] == 1.0 for r in first)
+    later = [r for r in rows if r["position"] == 1]
+    assert all(r["how"] == "memory" and r["timed"] <= max(1, r["given"] // 2) for r in later)
+    assert all(0 < r["speed"] <= 1.0 and 0 < r["random_k"] <= 1.0 for r in later)
+    summary = cold_summary(rows)
+    assert summary["all"]["keys"] == 2 and summary["first_keys"]["keys"] == 2

@@ -162,3 +162,48 @@ def test_merge_joins_task_sets_and_refuses_other_settings(tmp_path: Path):
     assert out.with_suffix(".md").exists() and out.with_suffix(".png").exists()
     with pytest.raises(ValueError):
         merge_results([part("a", 1, 0.6), part("c", 2, 0.8)], tmp_path / "x.json", "merge")
+
+
+@pytest.mark.parametrize("mode", ["self-fed", "kt-runs"])
+def test_a_memory_filled_only_by_tuning_runs_holds_only_what_they_evaluated(
+    synthetic_caches: Path, tmp_path: Path, mode: str
+):
+    from memory_service.cli.app import app
+
+    out = tmp_path / f"{mode}.json"
+    args = [
+        "bench",
+        "tuners",
+        "--caches",
+        str(synthetic_caches / "alpha_kernel"),
+        "--budgets",
+        "2",
+        "4",
+        "--seeds",
+        "1",
+        "--strategies",
+        "--k",
+        "2",
+        "--source-budget",
+        "3",
+        "--memory",
+        mode,
+        "--source-strategy",
+        "random_sample",
+        "--out",
+        str(out),
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["settings"]["memory"] == mode
+    for task in data["tasks"].values():
+        fill = task["arms"]["tunemem"]["memory"][0]
+        counts = fill["memory_counts"]
+        # Two other chips, each one run of 3 evaluations (of 12 configurations), and the
+        # target's own run is not in it yet: never a whole cache.
+        assert counts["trajectories"] == 2
+        assert counts["attempts"] == 6
+    assert "Memory: " in out.with_suffix(".md").read_text()
+    bad = CliRunner().invoke(app, [*args[:-2], "--memory", "everything", "--out", str(out)])
+    assert bad.exit_code == 2

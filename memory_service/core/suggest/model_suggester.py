@@ -16,7 +16,14 @@ from memory_service.core.schemas.suggest import SuggestRequest
 from memory_service.core.suggest.perf_model_cache import BuiltModel, PerformanceModels, problem_key
 from platforms.similarity import chip_similarity
 from retrieval.perf_model import ConfigKey
-from retrieval.perf_search import ModelSuggestion, Posterior, fit_posterior
+from retrieval.perf_pooled import KeyContext
+from retrieval.perf_search import (
+    POOLED_SHARE_KNOWN_KEY,
+    POOLED_SHARE_NEW_KEY,
+    ModelSuggestion,
+    Posterior,
+    fit_posterior,
+)
 from retrieval.suggest import Suggestion, SuggestState, config_key
 
 # A stored space of another problem of the family counts half as much a priori as one of the
@@ -40,6 +47,13 @@ def column_prior(
 def _rationale(s: ModelSuggestion, n_configs: int) -> str:
     chips = ", ".join(f"{c} {w:.2f}" for c, w in sorted(s.chips.items(), key=lambda x: -x[1]))
     drivers = ", ".join(f"{p}={v} (x{r:.2f})" for p, v, r in s.drivers)
+    if s.purpose == "explore":
+        return (
+            f"exploring: the memory's confidence here is {s.confidence:.2f}, so this is the "
+            f"untried configuration farthest from those tried among the promising half "
+            f"(predicted {s.fraction:.2f} of the optimum, {s.interval[0]:.2f}-{s.interval[1]:.2f}, "
+            f"from {n_configs} stored configurations and {s.n_observations} of this run's outcomes)"
+        )
     return (
         f"predicted {s.fraction:.2f} of the optimum ({s.interval[0]:.2f}-{s.interval[1]:.2f}) "
         f"from the stored spaces of {chips} ({n_configs} configurations) and "
@@ -50,10 +64,19 @@ def _rationale(s: ModelSuggestion, n_configs: int) -> str:
 class ModelSearch:
     """One suggest round's model: refit once to the round's observations."""
 
-    def __init__(self, built: BuiltModel, prior: Mapping[str, float], seed: int) -> None:
+    def __init__(
+        self,
+        built: BuiltModel,
+        prior: Mapping[str, float],
+        seed: int,
+        target: KeyContext | None = None,
+        pooled_share: float = POOLED_SHARE_NEW_KEY,
+    ) -> None:
         self.built = built
         self.prior = dict(prior)
         self.seed = seed
+        self.target = target
+        self.pooled_share = pooled_share
         self._posterior: tuple[int, Posterior] | None = None
 
     def _key(self, config: Mapping[str, Any]) -> ConfigKey:
@@ -80,6 +103,8 @@ class ModelSearch:
             allowed={name: list(values) for name, values in state.space.items()},
             valid=valid,
             seed=self.seed,
+            target=self.target,
+            pooled_share=self.pooled_share,
         )
         self._posterior = (id(state), posterior)
         return posterior
@@ -109,6 +134,8 @@ class ModelSearch:
                         "n_observations": s.n_observations,
                         "configurations": self.built.n_configs,
                         "drivers": [{"param": p, "value": v, "ratio": r} for p, v, r in s.drivers],
+                        "confidence": s.confidence,
+                        "purpose": s.purpose,
                     },
                 )
             )
@@ -153,4 +180,12 @@ class ModelSuggester:
         if built is None:
             return None
         seed = request.seed if request.seed is not None else len(request.observations)
-        return ModelSearch(built, column_prior(built, chip, request.task.signature), seed)
+        signature = request.task.signature
+        target = KeyContext.of(signature, chip)
+        wanted = problem_key(dict(signature or {}))
+        # A problem some stored column measured (on any chip) leaves the pooled model only
+        # the chip's descriptors to add; a new problem is where it carries what the others
+        # cannot.
+        known = any(p == wanted for _, p in built.columns.values())
+        share = POOLED_SHARE_KNOWN_KEY if known else POOLED_SHARE_NEW_KEY
+        return ModelSearch(built, column_prior(built, chip, signature), seed, target, share)

@@ -33,6 +33,7 @@ from ingest.validate import MAX_LATENCY_MS, MIN_LATENCY_MS, scalar_problem
 from memory_service.core.sql.store import Store
 from memory_service.core.sql.tables import Attempt, Trajectory
 from retrieval.perf_model import ChipSpace, FamilyModel, build_family_model
+from retrieval.perf_pooled import KeyContext
 
 log = logging.getLogger(__name__)
 
@@ -160,6 +161,7 @@ class PerformanceModels:
         wanted = set(params)
         skipped = 0
         groups: dict[tuple[str, str], dict[tuple[Any, ...], float | None]] = {}
+        signatures: dict[tuple[str, str], dict[str, Any]] = {}
         with self.store.session() as session:
             trajectories = session.exec(
                 select(Trajectory)
@@ -174,6 +176,9 @@ class PerformanceModels:
                     .order_by(col(Attempt.index))
                 ).all()
                 group = groups.setdefault((trajectory.chip, problem), {})
+                signatures.setdefault(
+                    (trajectory.chip, problem), dict((trajectory.task or {}).get("signature") or {})
+                )
                 for attempt in attempts:
                     if not isinstance(attempt.params, dict) or set(attempt.params) != wanted:
                         continue
@@ -190,5 +195,6 @@ class PerformanceModels:
         for (chip, problem), measurements in sorted(groups.items()):
             label = chip if problems_of[chip] == 1 else f"{chip}@{problem}"
             columns[label] = (chip, problem)
-            spaces.append(ChipSpace(label, measurements))
+            key = KeyContext.of(signatures.get((chip, problem)), chip)
+            spaces.append(ChipSpace(label, measurements, key))
         return spaces, columns, skipped

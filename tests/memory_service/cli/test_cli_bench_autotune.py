@@ -20,5 +20,14 @@ def test_unknown_device_is_refused(tmp_path):
 def test_help_names_the_drop_in_and_the_goal_inputs():
     result = runner.invoke(app, ["bench", "autotune", "--help"])
     assert result.exit_code == 0
-    for option in ("--top-k", "--explore", "--full-only", "--full-from", "--rounds"):
+    for option in ("--top-k", "--explore", "--full-only", "--full-from", "--rounds", "--cold"):
         assert option in result.output
+
+
+def test_cold_orders_must_be_seeds(tmp_path):
+    out = tmp_path / "out"
+    args = ["bench", "autotune", "--cold", "--orders", "0,first", "--device", "cpu"]
+    result = runner.invoke(app, [*args, "--out", str(out)])
+    assert result.exit_code == 2
+    assert "--orders takes comma-separated seeds" in result.output
+    assert not out.exists()

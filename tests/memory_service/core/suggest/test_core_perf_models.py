@@ -165,7 +165,8 @@ def test_suggest_serves_model_suggestions_that_say_what_they_rest_on(make_servic
         assert tuple(s.config.values()) not in tried
         p = s.prediction
         assert p is not None and p["n_observations"] == 3
-        assert set(p["chips"]) <= {"a100", "a4000"} and p["configurations"] == 96
+        assert set(p["chips"]) <= {"a100", "a4000", "pooled"} and p["configurations"] == 96
+        assert p["purpose"] in ("exploit", "explore") and 0.0 <= p["confidence"] <= 1.0
         low, high = p["interval"]
         assert low <= p["fraction"] <= high
         assert "of this run's outcomes" in s.rationale
