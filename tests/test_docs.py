@@ -36,6 +36,7 @@ RUN_PAGES = [
     "docs/ranking.md",
     "docs/platforms.md",
     "docs/kernel-tuner.md",
+    "docs/mcp.md",
 ]
 ALL_PAGES = sorted(["README.md", *(str(p.relative_to(REPO)) for p in REPO.glob("docs/*.md"))])
 BLOCK = re.compile(
