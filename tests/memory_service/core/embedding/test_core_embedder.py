@@ -200,7 +200,8 @@ def test_the_onnx_model_is_exported_once_into_the_model_cache(embedder, tmp_path
 def test_a_service_on_onnx_runtime_answers_without_importing_torch(tmp_path) -> None:
     script = (
         "import sys\n"
-        "from memory_service.core.schemas.lessons import LessonCreate, RetrieveRequest\n"
+        "from memory_service.core.schemas.learning import RetrieveRequest\n"
+        "from memory_service.core.schemas.lessons import LessonCreate\n"
         "from memory_service.core.settings import Settings\n"
         "from memory_service.service import MemoryService\n"
         f"service = MemoryService(Settings(data_dir={str(tmp_path / 'store')!r}))\n"
