@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 from platforms.similarity import chip_similarity
 from retrieval.recorded import SourceReach, chip_agreement, reach_reward
+from retrieval.rewards import REWARD_MAX, REWARD_MIN
 from retrieval.values import PRIOR_SCOPE, PRIOR_VARIANCE, ScopeStats, ValueEstimate
 
 GENERALISED_SCOPE = "generalised"
@@ -188,8 +189,9 @@ def generalised_estimate(
         scope=dominant,
         n_local=n_local,
         n_total=n_total,
-        ci_low=value - half_width,
-        ci_high=value + half_width,
+        # Rewards lie in [-1, 1]: so does their mean, and so the interval (as the chain's).
+        ci_low=max(REWARD_MIN, value - half_width),
+        ci_high=min(REWARD_MAX, value + half_width),
         weights=weights,
         trust=discounts,
     )
