@@ -70,11 +70,11 @@ class Memories:
 
     @contextlib.contextmanager
     def fresh(self) -> Iterator[str]:
-        from bench.learning.run import LiveService
-        from bench.live.memories import SERVICE_SETTINGS
+        from bench.common.arms import LIVE_SERVICE_SETTINGS
+        from bench.common.memory_server import LiveService
         from ingest.readers import read_any
 
-        live = LiveService(SERVICE_SETTINGS, embedder=self.embedder)
+        live = LiveService(LIVE_SERVICE_SETTINGS, embedder=self.embedder)
         try:
             self.ingest_summary = live.service.ingest(read_any([self.shipped]))
             yield live.url

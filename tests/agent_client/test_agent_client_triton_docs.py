@@ -12,7 +12,7 @@ import pytest
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from bench.learning.run import LiveService  # noqa: E402
+from bench.common.memory_server import LiveService  # noqa: E402
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "triton.md"
 pytestmark = pytest.mark.skipif(
