@@ -4,14 +4,20 @@ Readers call `chip_context` once per file (never per attempt): a name the regist
 becomes its chip id ("NVIDIA A100-PCIE-40GB" -> "a100"); an unknown name becomes an explicit
 `unknown:<slug>` chip whose backend is inferred from vendor words; a name that says nothing
 (empty, no vendor, or not a string at all) becomes chip `unknown` with backend `unknown`.
+`settle_chip` settles what a record states where no reader did (native lines, uploads).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from platforms import UnknownChipError, resolve
+from platforms import BACKENDS, UnknownChipError, resolve
+from platforms.names import slug
+
+if TYPE_CHECKING:
+    from ingest.records import ContextSpec
 
 UNKNOWN_CHIP = "unknown"
 UNKNOWN_BACKEND = "unknown"
@@ -71,3 +77,35 @@ def chip_context_with_fallback(raw: object, fallback: str | None) -> tuple[ChipC
                 secondary.chip, secondary.backend, secondary.family, True, primary.raw
             ), "file_name"
     return primary, "device_name" if (primary.raw or "").strip() else "none"
+
+
+@lru_cache(maxsize=4096)
+def settled_chip(name: str, backend: str | None) -> ChipContext:
+    """The registry's verdict on a chip as a record states it (a native file's line, an
+    uploaded trajectory), where readers of other formats have not settled it already.
+
+    A known name becomes its chip id; a named device the registry does not know is kept
+    apart as `unknown:<slug>` (its backend the record's, when valid, else `unknown`), so
+    the store accepts it and the ingest summary lists it among the unknown chips; a record's
+    backend that contradicts a known chip gives way to the registry. Never raises.
+    """
+    hint = backend if backend in BACKENDS else None
+    try:
+        chip = resolve(name, hint)
+    except UnknownChipError:
+        return ChipContext(f"unknown:{slug(name)}", hint or UNKNOWN_BACKEND, None, False, name)
+    except ValueError:  # the record's backend contradicts a known chip: trust the registry
+        chip = resolve(name)
+    return ChipContext(chip.id, chip.backend, chip.family, chip.known, name)
+
+
+def settle_chip(context: ContextSpec) -> None:
+    """Put a record's chip as the registry names it (`settled_chip`), keeping the name as
+    written in `chip_raw`. A chip already settled (an id, `unknown`, `unknown:<slug>`) is
+    left exactly as it is, so a record's id does not change by passing through here again."""
+    if context.chip == UNKNOWN_CHIP or context.chip.startswith("unknown:"):
+        return
+    settled = settled_chip(context.chip, context.backend)
+    if (settled.chip, settled.backend) != (context.chip, context.backend):
+        context.chip_raw = context.chip_raw or context.chip
+        context.chip, context.backend = settled.chip, settled.backend

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, Self
 
 from ingest.records import RejectedRecord, TrajectoryRecord
-from memory_service.core.schemas.audit import TransferAuditPublic
-from memory_service.core.schemas.ingest import IngestSummary
+from memory_service.core.schemas.audit import TransferAuditPublic, TransferQuery
+from memory_service.core.schemas.ingest import IngestSummary, TrajectoriesIn
 from memory_service.core.schemas.learning import LessonHistory, RetrieveRequest, RetrieveResponse
 from memory_service.core.schemas.lessons import (
     LessonCreate,
@@ -76,25 +76,21 @@ class MemoryAPI(Protocol):
         *,
         progress: Callable[[TrajectoryRecord | RejectedRecord], None] | None = None,
     ) -> IngestSummary:
-        """Store trajectories and their distilled lessons (idempotent per trajectory)."""
+        """Store trajectories and their distilled lessons (idempotent per trajectory); an
+        index left short by an ingest killed midway is mended first."""
         ...
 
-    def audit_transfer(
-        self,
-        *,
-        level: str = "chip",
-        chips: str | list[str] | None = None,
-        backends: str | list[str] | None = None,
-        op: str | None = None,
-        stage: str = "draft",
-        min_n: int = 1,
-        toolchain: dict[str, str] | None = None,
-    ) -> TransferAuditPublic:
+    def upload_trajectories(self, body: TrajectoriesIn) -> IngestSummary:
+        """Store native trajectories as one batch: one bad trajectory refuses all of it."""
+        ...
+
+    def audit_transfer(self, query: TransferQuery | None = None) -> TransferAuditPublic:
         """Which lessons transfer across chips or backends (under one toolchain, if given)."""
         ...
 
-    def rebuild_values(self) -> int:
-        """Recompute every value from the outcome log; returns the outcomes replayed."""
+    def rebuild_values(self, tenant: str | None = None) -> int:
+        """Recompute a tenant's values from the outcome log (None: every tenant the caller
+        maintains); returns the outcomes replayed."""
         ...
 
     def export(self, path: Path, *, tenant: str | None = None) -> dict[str, int]:
@@ -106,10 +102,17 @@ class MemoryAPI(Protocol):
         """Load a bundle into a tenant (idempotent); returns counts added per kind."""
         ...
 
-    def reindex(self) -> int:
-        """Rebuild the vector index from SQL; returns the lessons indexed."""
+    def reindex(self, *, tenant: str | None = None) -> int:
+        """Rebuild a tenant's vector index from SQL (None: every tenant the caller
+        maintains); returns the lessons indexed."""
         ...
 
     def close(self) -> None:
         """Release the store or the connection."""
         ...
+
+    def __enter__(self) -> Self:
+        """`with open_service(...) as memory:` closes the memory when the block ends."""
+        ...
+
+    def __exit__(self, *_exc: object) -> None: ...

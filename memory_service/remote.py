@@ -13,14 +13,15 @@ import json
 import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Self
 
 import httpx
 
 from ingest.records import RejectedRecord, TrajectoryRecord
 from memory_service.core.errors import ServiceError
-from memory_service.core.schemas.audit import TransferAuditPublic
-from memory_service.core.schemas.ingest import IngestSummary
+from memory_service.core.schemas.admin import IndexRebuilt, ValuesRebuilt
+from memory_service.core.schemas.audit import TransferAuditPublic, TransferQuery
+from memory_service.core.schemas.ingest import IngestSummary, TrajectoriesIn
 from memory_service.core.schemas.learning import LessonHistory, RetrieveRequest, RetrieveResponse
 from memory_service.core.schemas.lessons import (
     LessonDetail,
@@ -144,46 +145,36 @@ class RemoteService:
                 continue
             batch.append(record.to_dict())
             if len(batch) >= batch_size:
-                summary.merge(self.ingest_dicts(batch))
+                summary.merge(self._upload(batch))
                 batch = []
         if batch:
-            summary.merge(self.ingest_dicts(batch))
+            summary.merge(self._upload(batch))
         return summary
 
-    def ingest_dicts(self, trajectories: list[dict[str, Any]]) -> IngestSummary:
+    def _upload(self, batch: list[dict[str, Any]]) -> IngestSummary:
+        # Unchecked here: the server checks the batch and refuses it in the API's words.
+        return self.upload_trajectories(TrajectoriesIn.model_construct(trajectories=batch))
+
+    def upload_trajectories(self, body: TrajectoriesIn) -> IngestSummary:
         return IngestSummary(
-            **self._call("POST", "/v1/trajectories", json={"trajectories": trajectories})
+            **self._call("POST", "/v1/trajectories", json=body.model_dump(mode="json"))
         )
 
-    def audit_transfer(
-        self,
-        *,
-        level: str = "chip",
-        chips: str | list[str] | None = None,
-        backends: str | list[str] | None = None,
-        op: str | None = None,
-        stage: str = "draft",
-        min_n: int = 1,
-        toolchain: dict[str, str] | None = None,
-    ) -> TransferAuditPublic:
-        params = {"level": level, "chips": chips, "backends": backends, "op": op}
-        query: dict[str, Any] = {
-            key: ",".join(value) if isinstance(value, list) else value
-            for key, value in params.items()
-            if value is not None
-        }
-        query.update(stage=stage, min_n=min_n)
-        if toolchain:
-            query["toolchain"] = [f"{c}={v}" for c, v in toolchain.items()]
+    def audit_transfer(self, query: TransferQuery | None = None) -> TransferAuditPublic:
+        params = (query or TransferQuery()).as_params()
         return TransferAuditPublic.model_validate(
-            self._call("GET", "/v1/audit/transfer", params=query)
+            self._call("GET", "/v1/audit/transfer", params=params)
         )
 
-    def rebuild_values(self) -> int:
-        return int(self._call("POST", "/v1/admin/values/rebuild")["outcomes_replayed"])
+    def rebuild_values(self, tenant: str | None = None) -> int:
+        params = {"tenant": tenant} if tenant else {}
+        body = self._call("POST", "/v1/admin/values/rebuild", params=params)
+        return ValuesRebuilt.model_validate(body).outcomes_replayed
 
-    def reindex(self) -> int:
-        return int(self._call("POST", "/v1/admin/reindex")["lessons_indexed"])
+    def reindex(self, *, tenant: str | None = None) -> int:
+        params = {"tenant": tenant} if tenant else {}
+        body = self._call("POST", "/v1/admin/reindex", params=params)
+        return IndexRebuilt.model_validate(body).lessons_indexed
 
     def export(self, path: Path, *, tenant: str | None = None) -> dict[str, int]:
         """Download the tenant's bundle (GET /v1/admin/export) to `path`, gzipped if its name
@@ -216,6 +207,12 @@ class RemoteService:
             "POST", "/v1/admin/import", params=params, content=path.read_bytes()
         )
         return counts
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
     def close(self) -> None:
         self._client.close()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -22,12 +22,13 @@ from memory_service.core.bundles import export_import as bundles
 from memory_service.core.embedding.cache import DiskCachedEmbedder, EmbeddingCache
 from memory_service.core.embedding.factory import Embedder, create_embedder
 from memory_service.core.ingest.store_runs import ingest_records
+from memory_service.core.ingest.uploads import uploaded_records
 from memory_service.core.learning.loop import LearningLoop
 from memory_service.core.lessons.part import Lessons
 from memory_service.core.maintenance.doctor import Doctor, DoctorReport
 from memory_service.core.maintenance.part import Maintenance, ProgressFn
-from memory_service.core.schemas.audit import TransferAuditPublic
-from memory_service.core.schemas.ingest import IngestSummary
+from memory_service.core.schemas.audit import TransferAuditPublic, TransferQuery
+from memory_service.core.schemas.ingest import IngestSummary, TrajectoriesIn
 from memory_service.core.schemas.learning import LessonHistory, RetrieveRequest, RetrieveResponse
 from memory_service.core.schemas.lessons import (
     LessonCreate,
@@ -86,6 +87,8 @@ class MemoryService:
         self.vectors = ModelCheckedIndex(
             self.index, VectorModels(self.store), self.embedder.fingerprint
         )
+        self._mended: set[str] = set()  # tenants whose index this service has repaired
+        self._mended_all = False
         parts = (self.store, self.vectors, self.embedder, self.settings)
         evidence = Evidence()  # recorded spaces and claims, shared by lessons and learning
         self._lessons = Lessons(*parts, evidence=evidence)
@@ -108,7 +111,14 @@ class MemoryService:
     def _tenant(self, tenant: str | None) -> str:
         return tenant or self.settings.tenant
 
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
+        """Release the store, the model cache and the embedding cache."""
         self._models.close()
         self.store.close()
         if self._embedding_cache is not None:
@@ -177,42 +187,34 @@ class MemoryService:
         tenant: str | None = None,
         progress: Callable[[TrajectoryRecord | RejectedRecord], None] | None = None,
     ) -> IngestSummary:
-        """Store trajectories, distil and store their lessons; idempotent per trajectory."""
+        """Store trajectories, distil and store their lessons; idempotent per trajectory.
+
+        The first ingest of a tenant by this service mends its index first: an earlier
+        ingest killed between an SQL commit and its index write left lessons out of it."""
+        chosen = self._tenant(tenant)
+        if not self._mended_all and chosen not in self._mended:
+            self.repair_index(chosen)
         return ingest_records(
-            self.store,
-            self._lessons,
-            self.settings.batch_size,
-            records,
-            self._tenant(tenant),
-            progress,
+            self.store, self._lessons, self.settings.batch_size, records, chosen, progress
         )
+
+    def upload_trajectories(
+        self, body: TrajectoriesIn, *, tenant: str | None = None
+    ) -> IngestSummary:
+        """Ingest uploaded native trajectories; one bad trajectory refuses the batch."""
+        return self.ingest(uploaded_records(body.trajectories), tenant=tenant)
 
     # ------------------------------------------------------------------- audit
     def audit_transfer(
-        self,
-        *,
-        level: str = "chip",
-        chips: str | list[str] | None = None,
-        backends: str | list[str] | None = None,
-        op: str | None = None,
-        stage: str = "draft",
-        min_n: int = 1,
-        toolchain: dict[str, str] | None = None,
-        tenant: str | None = None,
+        self, query: TransferQuery | None = None, *, tenant: str | None = None
     ) -> TransferAuditPublic:
         """Which lessons transfer across chips or backends (DESIGN section 5); with a
         toolchain, from only the outcomes gathered under it."""
         return transfer_audit(
             self.store,
             self.settings.q0,
-            level=level,
-            chips=chips,
-            backends=backends,
-            op=op,
-            stage=stage,
-            min_n=min_n,
+            query or TransferQuery(),
             tenant=self._tenant(tenant),
-            toolchain=toolchain,
             policy=self.settings.toolchain_policy(),
             alpha=self.settings.alpha,
             evidence=self._learning.evidence,
@@ -288,8 +290,14 @@ class MemoryService:
         return Doctor(self.store, edit).run(self._tenant(tenant), fix)
 
     def repair_index(self, tenant: str | None = None) -> dict[str, int]:
-        """Make the vector index hold exactly SQL's active lessons (run on server start)."""
-        return self._maintenance.repair_index(tenant)
+        """Make the vector index hold exactly SQL's active lessons of one tenant (None: every
+        tenant; run on server start)."""
+        repaired = self._maintenance.repair_index(tenant)
+        if tenant is None:
+            self._mended_all = True
+        else:
+            self._mended.add(tenant)
+        return repaired
 
     def health(self, tenant: str | None = None) -> dict[str, Any]:
         """Index usability and the SQL and index counts (of one tenant, or all)."""

@@ -14,6 +14,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from ingest.chip_context import settle_chip
 from ingest.errors import FileUnreadableError
 from ingest.records import (
     NATIVE_FORMAT_VERSION,
@@ -62,7 +63,9 @@ def parse_record(data: object) -> TrajectoryRecord:
     """One native trajectory from its decoded JSON (a file's line, an uploaded item), checked.
 
     The one version rule of the format: `version` is a required integer no newer than this
-    reader's. Raises NativeRecordError naming the problem.
+    reader's. The chip is settled through the registry (`settle_chip`): a device name becomes
+    its chip id, an unknown one `unknown:<slug>`, accepted. Raises NativeRecordError naming
+    the problem.
     """
     if not isinstance(data, dict):
         raise NativeRecordError("a line must be a JSON object")
@@ -80,6 +83,7 @@ def parse_record(data: object) -> TrajectoryRecord:
     problem = record_problem(record)
     if problem:
         raise NativeRecordError(problem)
+    settle_chip(record.context)
     return record
 
 

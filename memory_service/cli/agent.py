@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from agent_client.context import DEFAULT_PLATEAU
-from memory_service.cli.common import console, fail
+from memory_service.cli.common import ApiKeyOpt, console, fail
 
 agent_app = typer.Typer(help="Run the LangGraph tuning agent.", no_args_is_help=True)
 
@@ -45,6 +45,7 @@ def agent_run(
     url: Annotated[
         str | None, typer.Option("--url", help="memory service; omit to run without memory")
     ] = None,
+    api_key: ApiKeyOpt = None,
     proposer: Annotated[
         str, typer.Option(help="suggest (the service's search), structured, llm or random")
     ] = "suggest",
@@ -87,7 +88,7 @@ def agent_run(
         "plateau": plateau,
         "run_id": run_id,
         "checkpoint": checkpoint,
-        "api_key": settings.api_key,
+        "api_key": api_key or settings.api_key,
         "on_attempt": show,
     }
     llm = {

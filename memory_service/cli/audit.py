@@ -19,17 +19,18 @@ from memory_service.cli.common import (
     ApiKeyOpt,
     DataDirOpt,
     JsonOpt,
+    StageOpt,
     UrlOpt,
     clip,
     console,
     err,
     fail,
     open_service,
+    request_from,
     run_guarded,
 )
-from memory_service.core.schemas.audit import TransferAuditPublic
+from memory_service.core.schemas.audit import AuditLevel, TransferAuditPublic, TransferQuery
 from memory_service.http.audit_html import fill_advice, render_report
-from retrieval.toolchain import parse_toolchain
 
 audit_app = typer.Typer(help="Audits over the outcome log.", no_args_is_help=True)
 
@@ -120,13 +121,16 @@ def print_claims(audit: TransferAuditPublic) -> None:
 
 @audit_app.command("transfer")
 def transfer(
-    level: Annotated[str, typer.Option(help="chip or backend")] = "chip",
+    level: Annotated[
+        AuditLevel | None,
+        typer.Option(help="chip or backend; default: backend when only --backends"),
+    ] = None,
     chips: Annotated[str | None, typer.Option(help="comma list of chips (level chip)")] = None,
     backends: Annotated[
         str | None, typer.Option(help="comma list of backends (level backend)")
     ] = None,
     op: Annotated[str | None, typer.Option(help="operator family, e.g. convolution")] = None,
-    stage: Annotated[str, typer.Option(help="draft or refine")] = "draft",
+    stage: StageOpt = "draft",
     min_n: Annotated[int, typer.Option(help="outcomes a lesson needs per scope")] = 1,
     toolchain: Annotated[
         list[str] | None,
@@ -141,22 +145,17 @@ def transfer(
     as_json: JsonOpt = False,
 ) -> None:
     """Which lessons transfer between chips (or backends): values, rank correlation, reach."""
+    given = {"level": level, "chips": chips, "backends": backends, "op": op, "toolchain": toolchain}
+    query = request_from(
+        TransferQuery,
+        stage=stage,
+        min_n=min_n,
+        **{name: value for name, value in given.items() if value is not None},
+    )
 
     def go() -> TransferAuditPublic:
-        cut = parse_toolchain(toolchain or [])
-        memory = open_service(url, data_dir, api_key=api_key)
-        try:
-            return memory.audit_transfer(
-                level=level,
-                chips=chips,
-                backends=backends,
-                op=op,
-                stage=stage,
-                min_n=min_n,
-                toolchain=cut or None,
-            )
-        finally:
-            memory.close()
+        with open_service(url, data_dir, api_key=api_key) as memory:
+            return memory.audit_transfer(query)
 
     audit = run_guarded(go)
     if as_json:

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from memory_service.cli.common import (
+    ApiKeyOpt,
     DataDirOpt,
     UrlOpt,
     console,
@@ -43,12 +44,13 @@ def export_cmd(
     tenant: TenantOpt = None,
     url: UrlOpt = None,
     data_dir: DataDirOpt = None,
+    api_key: ApiKeyOpt = None,
 ) -> None:
     """Export a tenant's lessons, runs, retrievals and outcome log."""
-    service = run_guarded(lambda: open_service(url, data_dir))
-    counts = with_heartbeat(
-        "exporting", lambda: run_guarded(lambda: service.export(path, tenant=tenant))
-    )
+    with run_guarded(lambda: open_service(url, data_dir, api_key=api_key)) as service:
+        counts = with_heartbeat(
+            "exporting", lambda: run_guarded(lambda: service.export(path, tenant=tenant))
+        )
     console.print(f"exported {counts_text(counts)} to {path}")
 
 
@@ -57,13 +59,16 @@ def import_cmd(
     tenant: TenantOpt = None,
     url: UrlOpt = None,
     data_dir: DataDirOpt = None,
+    api_key: ApiKeyOpt = None,
 ) -> None:
     """Import a bundle into a tenant (idempotent); values are rebuilt from its outcome log."""
     if not path.exists():
         fail(f"no such file: {path}")
-    service = run_guarded(lambda: open_service(url, data_dir))
-    err.print(f"importing {path} (its lessons are embedded and indexed, its values rebuilt) ...")
-    counts = with_heartbeat(
-        "importing", lambda: run_guarded(lambda: service.import_bundle(path, tenant=tenant))
-    )
+    with run_guarded(lambda: open_service(url, data_dir, api_key=api_key)) as service:
+        err.print(
+            f"importing {path} (its lessons are embedded and indexed, its values rebuilt) ..."
+        )
+        counts = with_heartbeat(
+            "importing", lambda: run_guarded(lambda: service.import_bundle(path, tenant=tenant))
+        )
     console.print(f"imported {counts_text(counts)}")

@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
+from pydantic import BaseModel, ValidationError
 from rich.console import Console
 
 from memory_service.core.errors import ServiceError
+from memory_service.core.schemas.lessons import Stage
 from memory_service.core.sql.dir_lock import DataDirInUse
 from memory_service.protocol import MemoryAPI
 from memory_service.remote import RemoteService
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 # functions that open a store, since they cost a remote command seconds of start-up.
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 
 def _console(stream: Any, stderr: bool = False) -> Console:
@@ -53,6 +56,7 @@ ApiKeyOpt = Annotated[
     typer.Option("--api-key", help="bearer key for the server given --url (TUNEMEM_API_KEY)"),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of a table")]
+StageOpt = Annotated[Stage, typer.Option(help="draft or refine")]
 
 
 def settings_for(data_dir: Path | None = None, **overrides: Any) -> Settings:
@@ -75,6 +79,23 @@ def open_service(
     if url:
         return RemoteService(url, api_key=api_key or environment_api_key())
     return open_local(data_dir)
+
+
+def with_memory(
+    fn: Callable[[MemoryAPI], T],
+    url: str | None,
+    data_dir: Path | None = None,
+    *,
+    api_key: str | None = None,
+) -> T:
+    """Open the memory (`open_service`), run a command's body on it and close it, also when
+    the body fails; a service error or bad value becomes one line and exit 2."""
+
+    def go() -> T:
+        with open_service(url, data_dir, api_key=api_key) as memory:
+            return fn(memory)
+
+    return run_guarded(go)
 
 
 def environment_api_key() -> str | None:
@@ -144,6 +165,18 @@ def with_heartbeat(label: str, fn: Callable[[], T], every: float = 5.0) -> T:
     finally:
         done.set()
         thread.join()
+
+
+def request_from(model: type[M], **fields: Any) -> M:
+    """The request or query model of a command's options; a value the model refuses is one
+    line naming the option's field, as the HTTP API words it, and exit 2."""
+    try:
+        return model(**fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "options"
+        code = first["type"] if first["type"].startswith("invalid_") else "invalid_request"
+        fail(f"{code}: {where}: {first['msg']}")
 
 
 def emit_json(data: Any) -> None:

@@ -66,20 +66,15 @@ def ingest(
     sources = list(iter_paths(paths))
     start = time.perf_counter()
     summary = IngestSummary()
-    memory = (
+    memory: MemoryAPI = (
         open_service(url, data_dir, api_key=api_key)
         if url
         else open_local(data_dir, batch_size=batch_size)
     )
     limit = settings_for(data_dir).ingest_max_file_bytes
-    from memory_service.service import MemoryService
-
-    if isinstance(memory, MemoryService):
-        # An earlier run killed between an SQL commit and its index write left lessons out
-        # of the index; mend that before adding more.
-        memory.repair_index()
     try:
-        run_guarded(lambda: _ingest_sources(memory, sources, fmt, quiet, summary, limit))
+        with memory:
+            run_guarded(lambda: _ingest_sources(memory, sources, fmt, quiet, summary, limit))
     except KeyboardInterrupt:
         _print_summary(summary, time.perf_counter() - start)
         _write_rejects(summary, target)
@@ -88,8 +83,6 @@ def ingest(
             "on (what is stored already is skipped, so nothing is counted twice)",
             code=130,
         )
-    finally:
-        memory.close()
     elapsed = time.perf_counter() - start
     _print_summary(summary, elapsed)
     _write_rejects(summary, target)

@@ -11,8 +11,10 @@ from rich.table import Table
 from rich.text import Text
 
 from memory_service.cli.common import (
+    ApiKeyOpt,
     DataDirOpt,
     JsonOpt,
+    StageOpt,
     UrlOpt,
     clip,
     console,
@@ -32,7 +34,7 @@ def retrieve(
     backend: Annotated[
         str | None, typer.Option(help="target backend when no chip is given")
     ] = None,
-    stage: Annotated[str, typer.Option(help="draft or refine")] = "draft",
+    stage: StageOpt = "draft",
     query: Annotated[str, typer.Option("--query", "-q", help="free text")] = "",
     signature: Annotated[str | None, typer.Option(help='JSON object, e.g. {"N": 4096}')] = None,
     dtype: Annotated[str | None, typer.Option(help="dtype, e.g. bf16")] = None,
@@ -46,6 +48,7 @@ def retrieve(
     ] = None,
     url: UrlOpt = None,
     data_dir: DataDirOpt = None,
+    api_key: ApiKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Ask for the lessons that apply to a task in a context."""
@@ -68,11 +71,12 @@ def retrieve(
                 "scenario": scenario,
                 "toolchain": parse_toolchain(toolchain or []),
             },
-            stage=stage,  # type: ignore[arg-type]
+            stage=stage,
             k=k,
             options={"lam": lam},
         )
-        result = open_service(url, data_dir).retrieve(request)
+        with open_service(url, data_dir, api_key=api_key) as memory:
+            result = memory.retrieve(request)
         if as_json:
             emit_json(result.model_dump(mode="json"))
             return
@@ -162,6 +166,7 @@ def report(
     ] = None,
     url: UrlOpt = None,
     data_dir: DataDirOpt = None,
+    api_key: ApiKeyOpt = None,
 ) -> None:
     """Report what happened after an attempt; credited lessons' values move."""
     from memory_service.core.schemas.outcomes import ReportRequest
@@ -186,7 +191,8 @@ def report(
 
     def go() -> None:
         request = ReportRequest(retrieval_id=retrieval_id, used=used or None, outcome=outcome)
-        result = open_service(url, data_dir).report(request, idempotency_key=key)
+        with open_service(url, data_dir, api_key=api_key) as memory:
+            result = memory.report(request, idempotency_key=key)
         if result.duplicate:
             err.print(
                 "this outcome was reported before (same retrieval, lessons and outcome; "

@@ -11,17 +11,19 @@ from rich.table import Table
 from rich.text import Text
 
 from memory_service.cli.common import (
+    ApiKeyOpt,
     DataDirOpt,
     JsonOpt,
+    StageOpt,
     UrlOpt,
     clip,
     console,
     emit_json,
     fail,
-    open_service,
-    run_guarded,
+    with_memory,
 )
-from memory_service.core.schemas.lessons import LessonFilter, LessonList
+from memory_service.core.schemas.lessons import LessonFilter, LessonKind, LessonList
+from memory_service.protocol import MemoryAPI
 
 lessons_app = typer.Typer(help="List, show, add and archive lessons.", no_args_is_help=True)
 
@@ -38,11 +40,12 @@ def lessons_list(
     offset: Annotated[int, typer.Option()] = 0,
     url: UrlOpt = None,
     data_dir: DataDirOpt = None,
+    api_key: ApiKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List lessons with filters and paging."""
 
-    def go() -> None:
+    def go(svc: MemoryAPI) -> None:
         # Validated like the HTTP query: an unknown kind or status is an error, not no match.
         where = LessonFilter.model_validate(
             {
@@ -56,7 +59,7 @@ def lessons_list(
                 "offset": offset,
             }
         )
-        result = open_service(url, data_dir).list_lessons(where)
+        result = svc.list_lessons(where)
         if as_json:
             emit_json(result.model_dump(mode="json"))
             return
@@ -73,7 +76,7 @@ def lessons_list(
             )
         console.print(table)
 
-    run_guarded(go)
+    with_memory(go, url, data_dir, api_key=api_key)
 
 
 @lessons_app.command("stale")
@@ -93,11 +96,12 @@ def lessons_stale(
     offset: Annotated[int, typer.Option()] = 0,
     url: UrlOpt = None,
     data_dir: DataDirOpt = None,
+    api_key: ApiKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List lessons whose evidence is all from superseded toolchain versions."""
 
-    def go() -> None:
+    def go(svc: MemoryAPI) -> None:
         where = LessonFilter.model_validate(
             {
                 "backend": backend,
@@ -108,7 +112,7 @@ def lessons_stale(
                 "toolchain": toolchain or [],
             }
         )
-        result = open_service(url, data_dir).list_lessons(where)
+        result = svc.list_lessons(where)
         if as_json:
             emit_json(result.model_dump(mode="json"))
             return
@@ -134,7 +138,7 @@ def lessons_stale(
             )
         console.print(table)
 
-    run_guarded(go)
+    with_memory(go, url, data_dir, api_key=api_key)
 
 
 def print_unreproduced(found: LessonList, as_json: bool) -> None:
@@ -179,9 +183,9 @@ def lessons_top(
     chip: Annotated[
         str | None, typer.Option(help="the context: values down this chip's scope chain")
     ] = None,
-    stage: Annotated[str, typer.Option(help="draft or refine")] = "draft",
+    stage: StageOpt = "draft",
     op: Annotated[str | None, typer.Option()] = None,
-    kind: Annotated[str | None, typer.Option()] = None,
+    kind: Annotated[LessonKind | None, typer.Option()] = None,
     n: Annotated[int, typer.Option("--n", help="lessons in each list")] = 5,
     unreproduced: Annotated[
         bool,
@@ -192,19 +196,19 @@ def lessons_top(
     ] = False,
     url: UrlOpt = None,
     data_dir: DataDirOpt = None,
+    api_key: ApiKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The highest- and lowest-valued lessons in a context, with n and 95% interval."""
 
-    def go() -> None:
-        svc = open_service(url, data_dir)
+    def go(svc: MemoryAPI) -> None:
         if unreproduced:
-            wanted = LessonFilter(chip=chip, op=op, kind=kind, sort="unreproduced", limit=n)  # type: ignore[arg-type]
+            wanted = LessonFilter(chip=chip, op=op, kind=kind, sort="unreproduced", limit=n)
             print_unreproduced(svc.list_lessons(wanted), as_json)
             return
         lists = {
             order: svc.list_lessons(
-                LessonFilter(chip=chip, stage=stage, op=op, kind=kind, sort=order, limit=n)  # type: ignore[arg-type]
+                LessonFilter(chip=chip, stage=stage, op=op, kind=kind, sort=order, limit=n)
             )
             for order in ("value", "-value")
         }
@@ -253,7 +257,7 @@ def lessons_top(
                 )
             console.print(table)
 
-    run_guarded(go)
+    with_memory(go, url, data_dir, api_key=api_key)
 
 
 @lessons_app.command("show")
@@ -261,29 +265,32 @@ def lessons_show(
     lesson_id: str,
     url: UrlOpt = None,
     data_dir: DataDirOpt = None,
+    api_key: ApiKeyOpt = None,
     history: Annotated[
         bool, typer.Option("--history", help="include the outcomes behind the values")
     ] = False,
 ) -> None:
     """Show one lesson with its values per stage and scope."""
 
-    def go() -> None:
-        svc = open_service(url, data_dir)
+    def go(svc: MemoryAPI) -> None:
         data = svc.get_lesson(lesson_id).model_dump(mode="json")
         if history:
             data["history"] = svc.lesson_history(lesson_id).model_dump(mode="json")["outcomes"]
         emit_json(data)
 
-    run_guarded(go)
+    with_memory(go, url, data_dir, api_key=api_key)
 
 
 @lessons_app.command("archive")
-def lessons_archive(lesson_id: str, url: UrlOpt = None, data_dir: DataDirOpt = None) -> None:
+def lessons_archive(
+    lesson_id: str, url: UrlOpt = None, data_dir: DataDirOpt = None, api_key: ApiKeyOpt = None
+) -> None:
     """Archive a lesson (kept with its history, no longer retrieved)."""
-    run_guarded(
-        lambda: emit_json(
-            open_service(url, data_dir).archive_lesson(lesson_id).model_dump(mode="json")
-        )
+    with_memory(
+        lambda svc: emit_json(svc.archive_lesson(lesson_id).model_dump(mode="json")),
+        url,
+        data_dir,
+        api_key=api_key,
     )
 
 
@@ -294,6 +301,7 @@ def lessons_add(
     ],
     url: UrlOpt = None,
     data_dir: DataDirOpt = None,
+    api_key: ApiKeyOpt = None,
 ) -> None:
     """Add lessons from a JSON file (idempotent)."""
     from pydantic import ValidationError
@@ -304,6 +312,9 @@ def lessons_add(
         body = LessonsCreate(**json.loads(file.read_text()))
     except (OSError, json.JSONDecodeError, ValidationError, TypeError) as exc:
         fail(f"{file}: {exc}")
-    run_guarded(
-        lambda: emit_json(open_service(url, data_dir).add_lessons(body.lessons).model_dump())
+    with_memory(
+        lambda svc: emit_json(svc.add_lessons(body.lessons).model_dump()),
+        url,
+        data_dir,
+        api_key=api_key,
     )

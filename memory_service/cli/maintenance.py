@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from memory_service.cli.common import (
+    ApiKeyOpt,
     DataDirOpt,
     UrlOpt,
     console,
@@ -22,17 +23,44 @@ from memory_service.cli.common import (
 values_app = typer.Typer(help="Lesson values (a view of the outcome log).", no_args_is_help=True)
 
 
+MaintainedOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--tenant",
+        help="only this tenant (default: every tenant; with --url the key's, an operator's all)",
+    ),
+]
+
+
 @values_app.command("rebuild")
-def values_rebuild(url: UrlOpt = None, data_dir: DataDirOpt = None) -> None:
+def values_rebuild(
+    tenant: MaintainedOpt = None,
+    url: UrlOpt = None,
+    data_dir: DataDirOpt = None,
+    api_key: ApiKeyOpt = None,
+) -> None:
     """Recompute every lesson value from the append-only outcome log."""
-    n = run_guarded(lambda: open_service(url, data_dir).rebuild_values())
-    console.print(f"rebuilt values from {n} outcomes")
+
+    def go() -> int:
+        with open_service(url, data_dir, api_key=api_key) as memory:
+            return memory.rebuild_values(tenant)
+
+    console.print(f"rebuilt values from {run_guarded(go)} outcomes")
 
 
-def reindex(url: UrlOpt = None, data_dir: DataDirOpt = None) -> None:
+def reindex(
+    tenant: MaintainedOpt = None,
+    url: UrlOpt = None,
+    data_dir: DataDirOpt = None,
+    api_key: ApiKeyOpt = None,
+) -> None:
     """Rebuild the vector index from the SQL store."""
-    n = run_guarded(lambda: open_service(url, data_dir).reindex())
-    console.print(f"indexed {n} lessons")
+
+    def go() -> int:
+        with open_service(url, data_dir, api_key=api_key) as memory:
+            return memory.reindex(tenant=tenant)
+
+    console.print(f"indexed {run_guarded(go)} lessons")
 
 
 def doctor(

@@ -43,13 +43,10 @@ def mcp(
         fail(f"unknown transport {transport!r}; valid: {', '.join(TRANSPORTS)}")
     if transport == "streamable-http" and not is_loopback(host):
         fail(f"the MCP HTTP endpoint has no keys; bind it to loopback (127.0.0.1), not {host}")
-    service = open_service(url, data_dir, api_key=api_key)
     where = url or f"embedded store {settings_for(data_dir).data_dir}"
-    if transport == "stdio":
-        err.print(f"tunemem MCP server on stdio ({where})")
-    else:
-        err.print(f"tunemem MCP server on http://{host}:{port}/mcp ({where})")
-    try:
+    with open_service(url, data_dir, api_key=api_key) as service:
+        if transport == "stdio":
+            err.print(f"tunemem MCP server on stdio ({where})")
+        else:
+            err.print(f"tunemem MCP server on http://{host}:{port}/mcp ({where})")
         run_mcp_server(service, transport, host=host, port=port)
-    finally:
-        service.close()

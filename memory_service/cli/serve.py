@@ -58,7 +58,8 @@ def serve(
                 "TUNEMEM_INDEX=chroma-http with TUNEMEM_INDEX_URL"
             )
         if seed or settings.seed_samples:
-            seed_samples(open_local(data_dir))
+            with open_local(data_dir) as seeding:
+                seed_samples(seeding)
         if data_dir is not None:  # each worker builds its settings from the environment
             os.environ["TUNEMEM_DATA_DIR"] = str(data_dir)
         # Workers share the cores: a worker's lone MiniLM pass takes its share, not all.
@@ -94,7 +95,8 @@ def serve(
     err.print(f"tunemem serving on http://{host}:{port} (data: {service.settings.data_dir})")
     app = create_app(service)
     freeze_startup_heap()
-    uvicorn.run(app, **options)  # type: ignore[arg-type]
+    with service:
+        uvicorn.run(app, **options)  # type: ignore[arg-type]
 
 
 def refusal_to_serve(exc: DataDirInUse) -> str:

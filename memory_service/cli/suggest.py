@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from memory_service.cli.common import (
+    ApiKeyOpt,
     DataDirOpt,
     JsonOpt,
     UrlOpt,
@@ -21,6 +22,7 @@ from memory_service.cli.common import (
     open_service,
     run_guarded,
 )
+from memory_service.core.schemas.lessons import Stage
 
 
 def _json_arg(value: str | None, option: str) -> Any:
@@ -64,11 +66,12 @@ def suggest(
     ] = None,
     k: Annotated[int, typer.Option(help="configurations to return")] = 5,
     stage: Annotated[
-        str | None, typer.Option(help="draft or refine (default: from the observations)")
+        Stage | None, typer.Option(help="draft or refine (default: from the observations)")
     ] = None,
     seed: Annotated[int | None, typer.Option(help="the search's seed")] = None,
     url: UrlOpt = None,
     data_dir: DataDirOpt = None,
+    api_key: ApiKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Suggest untried configurations of a parameter space, in the memory's order."""
@@ -87,10 +90,11 @@ def suggest(
             space=space_value,
             observations=seen,
             k=k,
-            stage=stage,  # type: ignore[arg-type]
+            stage=stage,
             seed=seed,
         )
-        result = open_service(url, data_dir).suggest(request)
+        with open_service(url, data_dir, api_key=api_key) as memory:
+            result = memory.suggest(request)
         if as_json:
             emit_json(result.model_dump(mode="json"))
             return

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Annotated, Any
 
-from fastapi import FastAPI, Header, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi import FastAPI
+from fastapi.responses import Response
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -22,15 +21,13 @@ from prometheus_client import (
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memory_service.core.access.quota import SharedWriteQuota
-from memory_service.core.errors import ServiceError
-from memory_service.http.deps import ServiceDep
 from memory_service.http.docs import install_offline_docs
 from memory_service.http.errors import (
     ERROR_RESPONSES,
     BodyLimitMiddleware,
     install_error_handlers,
 )
-from memory_service.http.routes import admin, audit, learning, lessons, trajectories, ui
+from memory_service.http.routes import admin, audit, health, learning, lessons, trajectories, ui
 from memory_service.http.url_text import UrlTextMiddleware
 from memory_service.service import MemoryService
 
@@ -95,29 +92,8 @@ def create_app(service: MemoryService) -> FastAPI:
     app.add_middleware(UrlTextMiddleware)
     app.add_middleware(MetricsMiddleware, requests_total=requests_total, latency=latency)
     install_error_handlers(app)
-    for module in (audit, lessons, learning, trajectories, admin, ui):
+    for module in (audit, lessons, learning, trajectories, admin, health, ui):
         app.include_router(module.router)
-
-    @app.get("/healthz", responses={503: {"description": "the vector index is unusable"}})
-    def healthz(
-        request: Request,
-        svc: ServiceDep,
-        authorization: Annotated[str | None, Header()] = None,
-    ) -> JSONResponse:
-        """Liveness and whether the index answers; counts only for a key (its tenant's)."""
-        host = request.client.host if request.client else None
-        try:
-            tenant, role = svc.authenticate(authorization, host)
-        except ServiceError:
-            tenant, role = None, None
-        scope = None if role == "operator" else tenant
-        health = svc.health(scope if role else svc.settings.tenant)
-        body: dict[str, Any] = {"status": health["status"], "index": health["index"]}
-        if role is not None:
-            body["counts"] = svc.counts(scope)
-            body["index_entries"] = health["index_entries"]
-            body["active_lessons"] = health["active_lessons"]
-        return JSONResponse(body, status_code=200 if health["status"] == "ok" else 503)
 
     @app.get("/metrics")
     def metrics() -> Response:

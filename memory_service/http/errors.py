@@ -100,6 +100,10 @@ async def _service_error(_: Request, exc: Exception) -> JSONResponse:
     )
 
 
+# Validation errors raised with their own type (`PydanticCustomError`) answer that type as code.
+OWN_CODES = ("invalid_text", "invalid_toolchain")
+
+
 async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = exc.errors()
@@ -116,7 +120,7 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(
         status_code=422,
         content={
-            "code": "invalid_text" if first.get("type") == "invalid_text" else "invalid_request",
+            "code": first["type"] if first.get("type") in OWN_CODES else "invalid_request",
             "message": f"{'.'.join(first['loc'])}: {first['msg']}",
             "details": details,
         },

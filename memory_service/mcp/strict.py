@@ -7,6 +7,11 @@ arguments first: an unknown one, a missing one or a wrong value is a tool error 
 reads like the HTTP API's `invalid_request` ("invalid_request: unknown argument 'task'; ...").
 The input schema says `additionalProperties: false`, so a client can know before calling.
 `service_errors` turns the facade's errors into tool errors carrying the API's stable code.
+
+A tool's answer is its response model's JSON once, as one compact text block: no
+`structuredContent` beside it. MCP clients hand an agent's model the text content (Claude
+Code forwards `structuredContent` instead when there is one, so a client shows one of the two,
+and some show both): the text alone is what every client reads, and nothing is paid twice.
 """
 
 from __future__ import annotations
@@ -17,9 +22,12 @@ from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
-from pydantic import ValidationError
+from mcp.types import TextContent, ToolAnnotations
+from pydantic import BaseModel, ValidationError
 
 from memory_service.core.errors import ServiceError
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
 def _problem(error: Any) -> str:
@@ -49,14 +57,20 @@ class StrictTool(Tool):
             problems = "; ".join(_problem(error) for error in exc.errors())
             raise ToolError(f"invalid_request: {problems}") from exc
 
-    async def run(self, arguments: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+    async def run(
+        self, arguments: dict[str, Any], context: Any, convert_result: bool = False
+    ) -> Any:
         self.check(arguments)
-        return await super().run(arguments, *args, **kwargs)
+        result = await super().run(arguments, context, convert_result=False)
+        if isinstance(result, BaseModel):  # the answer's JSON, once and compact
+            result = TextContent(type="text", text=result.model_dump_json())
+        return self.fn_metadata.convert_result(result) if convert_result else result
 
 
 def strict_tool(fn: Callable[..., Any], **options: Any) -> StrictTool:
-    """`Tool.from_function` for a StrictTool, with the schema closed to other properties."""
-    tool = StrictTool.from_function(fn, **options)
+    """`Tool.from_function` for a StrictTool, with the schema closed to other properties and
+    the answer as text only (no output schema, no structured copy)."""
+    tool = StrictTool.from_function(fn, structured_output=False, **options)
     assert isinstance(tool, StrictTool)  # from_function builds `cls`
     tool.parameters["additionalProperties"] = False
     return tool

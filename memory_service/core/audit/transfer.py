@@ -14,8 +14,7 @@ The arithmetic lives in `retrieval.transfer`; this module only gathers plain dat
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 from sqlmodel import Session, col, select
 
@@ -27,6 +26,7 @@ from memory_service.core.schemas.audit import (
     PairOptimumPublic,
     TransferAuditPublic,
     TransferPairPublic,
+    TransferQuery,
 )
 from memory_service.core.sql.store import Store
 from memory_service.core.sql.tables import Lesson, LessonValue, Trajectory
@@ -41,18 +41,7 @@ from retrieval.transfer import (
     transfer_matrix,
 )
 
-AuditLevel = Literal["chip", "backend"]
-LEVELS: tuple[str, ...] = ("chip", "backend")
-STAGES: tuple[str, ...] = ("draft", "refine")
 TEXT_CHARS = 240
-
-
-def parse_names(raw: str | list[str] | None) -> list[str]:
-    """A comma list (or list of comma lists) as a list of non-empty stripped names."""
-    if raw is None:
-        return []
-    parts = raw if isinstance(raw, list) else [raw]
-    return [name.strip() for part in parts for name in part.split(",") if name.strip()]
 
 
 def _selected_scopes(level: str, chips: list[str], backends: list[str]) -> list[str] | None:
@@ -209,15 +198,9 @@ def _brief(lesson: Lesson, level: str) -> LessonBriefPublic:
 def transfer_audit(
     store: Store,
     neutral: float,
+    query: TransferQuery,
     *,
-    level: str = "chip",
-    chips: str | list[str] | None = None,
-    backends: str | list[str] | None = None,
-    op: str | None = None,
-    stage: str = "draft",
-    min_n: int = 1,
     tenant: str,
-    toolchain: Mapping[str, str] | None = None,
     policy: ToolchainPolicy | None = None,
     alpha: float = 0.3,
     evidence: Evidence | None = None,
@@ -227,29 +210,24 @@ def transfer_audit(
     Args:
         store: the SQL store read (nothing is written).
         neutral: the value above which a lesson helped (the service's Q0).
-        level: "chip" pairs `chip:<id>` scopes; "backend" pairs `backend:<b>` scopes.
-        chips, backends: comma lists restricting the scopes (the one matching `level`);
-            default: every scope with outcomes or a recorded search space.
-        op: only lessons and recorded spaces of this operator family.
-        stage: whose values are compared, "draft" or "refine".
-        min_n: outcomes a lesson needs in a scope to count as observed there.
+        query: which audit (`TransferQuery`): the level ("chip" pairs `chip:<id>` scopes,
+            "backend" `backend:<b>` ones), the chips or backends restricting the scopes
+            (default: every scope with outcomes or a recorded search space), the operator
+            family, the stage whose values are compared, the outcomes a lesson needs in a
+            scope to count as observed there, and the toolchain cut: values from only the
+            outcomes gathered under those versions (by `policy`), replayed from the outcome
+            log with learning rate `alpha`.
         tenant: whose lessons and runs.
-        toolchain: cut by toolchain: values from only the outcomes gathered under these
-            versions (by `policy`), replayed from the outcome log with learning rate `alpha`.
         evidence: where the recorded runs' claims are checked against the outcomes; with it,
             `claims` lists how each re-measured run reproduced (on the selected chips).
 
     Raises:
-        InvalidInput: unknown level, stage, chip or backend, or min_n < 1.
+        InvalidInput: an unknown chip or backend, or names of the other level.
     """
-    if level not in LEVELS:
-        raise InvalidInput(f"level must be one of {', '.join(LEVELS)}", code="invalid_level")
-    if stage not in STAGES:
-        raise InvalidInput(f"stage must be one of {', '.join(STAGES)}", code="invalid_stage")
-    if min_n < 1:
-        raise InvalidInput("min_n must be at least 1", code="invalid_min_n")
-    selected = _selected_scopes(level, parse_names(chips), parse_names(backends))
-    op = op.strip().lower() if op and op.strip() else None
+    level, stage, min_n = query.scope_level, query.stage, query.min_n
+    toolchain = query.cut()
+    selected = _selected_scopes(level, query.chip_names(), query.backend_names())
+    op = query.op.strip().lower() if query.op and query.op.strip() else None
     with store.session() as session:
         if toolchain:
             values, valued = scope_values_under(
@@ -286,7 +264,7 @@ def transfer_audit(
             "scopes": scopes,
             "neutral": neutral,
             "min_n": min_n,
-            "toolchain": dict(toolchain) if toolchain else None,
+            "toolchain": toolchain or None,
             "pairs": pairs,
             "lessons": {lid: _brief(rows[lid], level) for lid in sorted(referenced)},
             "claims": [

@@ -18,6 +18,7 @@ from fastapi.responses import FileResponse
 from starlette.concurrency import run_in_threadpool
 
 from memory_service.core.errors import ServiceError
+from memory_service.core.schemas.admin import BundleCounts, IndexRebuilt, ValuesRebuilt
 from memory_service.http.deps import AdminDep, Caller, ServiceDep
 
 router = APIRouter(tags=["admin"])
@@ -29,30 +30,41 @@ TenantQuery = Annotated[
         description="the tenant to move; default the caller's (a key may only name its own)",
     ),
 ]
+MaintainedQuery = Annotated[
+    str | None,
+    Query(
+        max_length=64,
+        description="the tenant to maintain; default the caller's (an operator's: every"
+        " tenant; a key may only name its own)",
+    ),
+]
 
 
-def scope_of(who: Caller) -> str | None:
-    """The tenant a caller's maintenance covers; None (every tenant) for an operator."""
+def scope_of(who: Caller, tenant: str | None = None) -> str | None:
+    """The tenant a caller's maintenance covers: the one named (its own, unless an
+    operator), else the caller's; None (every tenant) for an operator naming none."""
+    if tenant is not None:
+        return _tenant(who, tenant)
     return None if who.role == "operator" else who.tenant
 
 
-@router.post("/v1/admin/values/rebuild")
-def rebuild_values(svc: ServiceDep, who: AdminDep) -> dict[str, int]:
+@router.post("/v1/admin/values/rebuild", response_model=ValuesRebuilt)
+def rebuild_values(svc: ServiceDep, who: AdminDep, tenant: MaintainedQuery = None) -> ValuesRebuilt:
     """Recompute the key's tenant's lesson values (an operator's: all) from the outcome log."""
-    return {"outcomes_replayed": svc.rebuild_values(scope_of(who))}
+    return ValuesRebuilt(outcomes_replayed=svc.rebuild_values(scope_of(who, tenant)))
 
 
-@router.post("/v1/admin/reindex")
-def reindex(svc: ServiceDep, who: AdminDep) -> dict[str, int]:
+@router.post("/v1/admin/reindex", response_model=IndexRebuilt)
+def reindex(svc: ServiceDep, who: AdminDep, tenant: MaintainedQuery = None) -> IndexRebuilt:
     """Rebuild the key's tenant's vector index (an operator's: all) from the SQL store."""
-    return {"lessons_indexed": svc.reindex(tenant=scope_of(who))}
+    return IndexRebuilt(lessons_indexed=svc.reindex(tenant=scope_of(who, tenant)))
 
 
 def _tenant(who: Caller, tenant: str | None) -> str:
     if tenant is None or tenant == who.tenant or who.role == "operator":
         return tenant or who.tenant
     raise ServiceError(
-        f"this key belongs to tenant {who.tenant!r} and cannot move tenant {tenant!r}",
+        f"this key belongs to tenant {who.tenant!r} and cannot act on tenant {tenant!r}",
         code="tenant_forbidden",
         status=403,
     )
@@ -91,6 +103,7 @@ def export_bundle(
 
 @router.post(
     "/v1/admin/import",
+    response_model=BundleCounts,
     openapi_extra={
         "requestBody": {
             "content": {"application/gzip": {}, "application/x-ndjson": {}},
@@ -100,14 +113,14 @@ def export_bundle(
 )
 async def import_bundle(
     request: Request, svc: ServiceDep, who: AdminDep, tenant: TenantQuery = None
-) -> dict[str, int]:
+) -> BundleCounts:
     """Load a bundle written by export (gzipped or not) into a tenant; idempotent."""
     chosen = _tenant(who, tenant)
     body = await request.body()
     path = _scratch(".jsonl.gz" if body[:2] == b"\x1f\x8b" else ".jsonl")
     try:
         path.write_bytes(body)
-        counts: dict[str, int] = await run_in_threadpool(svc.import_bundle, path, tenant=chosen)
-        return counts
+        counts = await run_in_threadpool(svc.import_bundle, path, tenant=chosen)
+        return BundleCounts(**counts)
     finally:
         path.unlink(missing_ok=True)

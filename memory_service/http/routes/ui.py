@@ -9,6 +9,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from pydantic import ValidationError
 
 from memory_service.core.errors import InvalidInput
+from memory_service.core.schemas.audit import TransferQuery
 from memory_service.core.schemas.lessons import LessonFilter
 from memory_service.http import ui_pages
 from memory_service.http.audit_html import render_report
@@ -58,5 +59,6 @@ def transfer(
     stage: Annotated[Literal["draft", "refine"], Query()] = "draft",
 ) -> HTMLResponse:
     """The transfer heat maps (the audit report) for every chip or backend."""
-    audit = svc.audit_transfer(level=level, op=op or None, stage=stage, tenant=who.tenant)
+    query = TransferQuery(level=level, op=op or None, stage=stage)
+    audit = svc.audit_transfer(query, tenant=who.tenant)
     return HTMLResponse(ui_pages.with_navigation(render_report(audit)))

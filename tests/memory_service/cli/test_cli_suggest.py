@@ -80,7 +80,9 @@ def test_mcp_suggest_tool(service):
                 "suggest", {"params": SPACE, "op": "softmax", "chip": "A100", "k": 2}
             )
             assert not got.is_error, got
-            body = got.structured_content
+            (block,) = got.content  # the answer once, as text
+            assert got.structured_content is None
+            body = json.loads(block.text)
             first = body["suggestions"][0]
             assert first["source"] == "exemplar" and first["config"]["BLOCK"] in SPACE["BLOCK"]
             lesson_ids = [lesson["id"] for lesson in body["suggestions"][0]["lessons"]]
@@ -93,9 +95,9 @@ def test_mcp_suggest_tool(service):
                     "used": lesson_ids,
                 },
             )
-            assert not reported.is_error and set(reported.structured_content["rewards"]) == set(
-                lesson_ids
-            )
+            assert not reported.is_error and set(
+                json.loads(reported.content[0].text)["rewards"]
+            ) == set(lesson_ids)
             bad = await client.call_tool("suggest", {"params": {"BLOCK": []}})
             assert bad.is_error and "invalid_input" in " ".join(b.text for b in bad.content)
 

@@ -265,8 +265,12 @@ def test_cli_table_json_and_html(store, tmp_path):
     )
     assert as_json.exit_code == 0, as_json.output
     assert report_path.read_text().startswith("<!DOCTYPE html>")
+    # --level is a choice: a wrong one is refused naming the choices, before any store opens
     bad = runner.invoke(cli_app(), ["audit", "transfer", "--data-dir", data_dir, "--level", "x"])
-    assert bad.exit_code == 2 and "invalid_level" in bad.output
+    assert bad.exit_code == 2 and "'x' is not one of 'chip'" in bad.output
+    cut = ["audit", "transfer", "--data-dir", data_dir, "--toolchain", "triton"]
+    bad = runner.invoke(cli_app(), cut)
+    assert bad.exit_code == 2 and "invalid_toolchain: toolchain: bad toolchain" in bad.output
 
 
 @pytest.fixture

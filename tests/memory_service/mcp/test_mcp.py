@@ -8,6 +8,7 @@ hashing embedder so the child starts fast. The lessons are synthetic.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -54,6 +55,14 @@ def run_session(server: Any, scenario: Callable[[Client], Awaitable[None]]) -> N
     anyio.run(main)
 
 
+def answer(result: Any) -> Any:
+    """A tool's answer: its JSON once, as the one text block (no structured copy beside it)."""
+    assert not result.is_error, result
+    assert result.structured_content is None, "the answer is carried twice"
+    (block,) = result.content
+    return json.loads(block.text)
+
+
 def error_text(result: Any) -> str:
     assert result.is_error, result
     return " ".join(block.text for block in result.content)
@@ -63,8 +72,8 @@ async def add_retrieve_report(client: Client) -> dict[str, Any]:
     """Add a lesson, retrieve it for a matching task, report a feasible draft."""
     added = await client.call_tool("add_lesson", SOFTMAX_LESSON)
     assert not added.is_error, added
-    lesson_id = added.structured_content["ids"][0]
-    assert added.structured_content["created"] == [lesson_id]
+    lesson_id = answer(added)["ids"][0]
+    assert answer(added)["created"] == [lesson_id]
 
     retrieved = await client.call_tool(
         "retrieve_lessons",
@@ -77,7 +86,7 @@ async def add_retrieve_report(client: Client) -> dict[str, Any]:
         },
     )
     assert not retrieved.is_error, retrieved
-    body = retrieved.structured_content
+    body = answer(retrieved)
     assert body["chip"] == "h200" and body["stage"] == "draft"  # the default stage
     assert body["scope_chain"][0] == "chip:h200"
     assert [lesson["id"] for lesson in body["lessons"]] == [lesson_id]
@@ -94,7 +103,7 @@ async def add_retrieve_report(client: Client) -> dict[str, Any]:
         },
     )
     assert not reported.is_error, reported
-    outcome = reported.structured_content
+    outcome = answer(reported)
     assert outcome["reward"] == 1.0
     assert outcome["rewards"] == {lesson_id: 1.0}
     value = outcome["values"][lesson_id]
@@ -111,7 +120,8 @@ def test_tools_are_listed_with_descriptions_and_schemas(make_service):
         assert EXPECTED_TOOLS <= set(tools)
         for tool in tools.values():
             assert tool.description and len(tool.description) > 80, tool.name
-            assert tool.output_schema is not None, tool.name
+            # no output schema: with one, MCP requires a structured copy of every answer
+            assert tool.output_schema is None, tool.name
         retrieve = tools["retrieve_lessons"].input_schema
         assert not retrieve.get("required")  # stage defaults to draft, as in the CLI
         assert retrieve["properties"]["stage"]["enum"] == ["draft", "refine"]
@@ -142,25 +152,25 @@ def test_add_retrieve_report_and_inspect(make_service):
                 "idempotency_key": "attempt-1",
             },
         )
-        assert again.structured_content["duplicate"] is True
-        assert again.structured_content["outcome_id"] == done["report"]["outcome_id"]
+        assert answer(again)["duplicate"] is True
+        assert answer(again)["outcome_id"] == done["report"]["outcome_id"]
 
         merged = await client.call_tool("add_lesson", SOFTMAX_LESSON)
-        assert merged.structured_content["merged"] == [lesson_id]
+        assert answer(merged)["merged"] == [lesson_id]
 
         shown = await client.call_tool("get_lesson", {"lesson_id": lesson_id})
-        scopes = {(v["stage"], v["scope"]): v["n"] for v in shown.structured_content["values"]}
+        scopes = {(v["stage"], v["scope"]): v["n"] for v in answer(shown)["values"]}
         assert scopes[("draft", "chip:h200")] == 1 and scopes[("draft", "global")] == 1
 
         history = await client.call_tool("lesson_history", {"lesson_id": lesson_id})
-        outcomes = history.structured_content["outcomes"]
+        outcomes = answer(history)["outcomes"]
         assert [o["retrieval_id"] for o in outcomes] == [done["retrieval_id"]]
         assert outcomes[0]["reporter"] == "mcp"
 
         await client.call_tool("add_lesson", GEMM_FAILURE)
         listed = await client.call_tool("list_lessons", {"kind": "failure"})
-        assert listed.structured_content["count"] == 1
-        assert listed.structured_content["data"][0]["text"] == GEMM_FAILURE["text"]
+        assert answer(listed)["count"] == 1
+        assert answer(listed)["data"][0]["text"] == GEMM_FAILURE["text"]
 
     run_session(server, scenario)
     # The tools wrote through the facade: the outcome log holds exactly one outcome.
@@ -273,7 +283,7 @@ async def credit(client: Client, chip: str, lesson_id: str, feasible: bool) -> N
     found = await client.call_tool(
         "retrieve_lessons", {"stage": "draft", "op": "softmax", "chip": chip, "k": 2}
     )
-    body = found.structured_content
+    body = answer(found)
     assert lesson_id in [lesson["id"] for lesson in body["lessons"]]
     reported = await client.call_tool(
         "report_outcome",
@@ -290,9 +300,9 @@ async def credit(client: Client, chip: str, lesson_id: str, feasible: bool) -> N
 async def audit_scenario(client: Client) -> None:
     """Both lessons help on the H200; the split-row one fails on the A100: the audit says so."""
     added = await client.call_tool("add_lesson", SOFTMAX_PAIR[0])
-    whole_row = added.structured_content["ids"][0]
+    whole_row = answer(added)["ids"][0]
     added = await client.call_tool("add_lesson", SOFTMAX_PAIR[1])
-    split_row = added.structured_content["ids"][0]
+    split_row = answer(added)["ids"][0]
     for lesson_id in (whole_row, split_row):
         await credit(client, "H200", lesson_id, feasible=True)
     await credit(client, "A100", whole_row, feasible=True)
@@ -302,7 +312,7 @@ async def audit_scenario(client: Client) -> None:
         "audit_transfer", {"level": "chip", "chips": ["h200", "a100"], "op": "softmax"}
     )
     assert not audited.is_error, audited
-    audit = audited.structured_content
+    audit = answer(audited)
     assert set(audit["scopes"]) == {"h200", "a100"}
     pair = next(p for p in audit["pairs"] if p["source"] == "h200" and p["target"] == "a100")
     assert pair["n_common"] == 2
@@ -386,3 +396,48 @@ def test_unknown_and_missing_arguments_read_like_api_errors(make_service):
 
     run_session(server, scenario)
     assert service.counts()["retrievals"] == 0  # refused calls reached nothing
+
+
+def test_an_answer_is_its_json_once_in_compact_text(make_service):
+    """Seen failing first: every answer carried its JSON twice (structured and as indented
+    text), doubling what an agent's model reads."""
+    server = build_mcp_server(make_service())
+
+    async def scenario(client: Client) -> None:
+        added = await client.call_tool("add_lesson", SOFTMAX_LESSON)
+        assert added.structured_content is None
+        (block,) = added.content
+        assert block.type == "text" and "\n" not in block.text  # compact, not indented
+        assert json.loads(block.text)["created"] == json.loads(block.text)["ids"]
+
+    run_session(server, scenario)
+
+
+def test_audit_transfer_tool_takes_the_query_of_every_door(make_service):
+    """Seen failing first: the MCP audit had no `toolchain` and its own defaults. Its
+    arguments are `TransferQuery`'s, with the same defaults; a toolchain cut reaches the
+    service and is echoed; a bad one is refused in the API's words."""
+    from memory_service.core.schemas.audit import TransferQuery
+
+    server = build_mcp_server(make_service())
+
+    async def scenario(client: Client) -> None:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        schema = tools["audit_transfer"].input_schema["properties"]
+        for name, field in TransferQuery.model_fields.items():
+            assert name in schema, name
+            if not field.is_required() and field.default_factory is None:
+                assert schema[name].get("default") == field.default, name
+            assert (
+                schema[name]["description"].startswith((field.description or "")[:20])
+                or name == "toolchain"
+            )
+        cut = await client.call_tool("audit_transfer", {"toolchain": {"triton": "3.6"}})
+        assert answer(cut)["toolchain"] == {"triton": "3.6"}
+        assert answer(cut)["level"] == "chip" and answer(cut)["stage"] == "draft"
+        backends = await client.call_tool("audit_transfer", {"backends": ["cuda", "hip"]})
+        assert answer(backends)["level"] == "backend"  # as the HTTP query infers it
+        bad = await client.call_tool("audit_transfer", {"toolchain": {"triton": ""}})
+        assert "invalid_input: toolchain: bad toolchain" in error_text(bad)
+
+    run_session(server, scenario)

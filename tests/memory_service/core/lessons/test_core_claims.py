@@ -5,6 +5,7 @@ reported outcomes loses weight in every lesson it informs, the breakdown says by
 from __future__ import annotations
 
 from ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
+from memory_service.core.schemas.audit import TransferQuery
 from memory_service.core.schemas.learning import RetrieveRequest
 from memory_service.core.schemas.outcomes import OutcomeIn, ReportRequest
 
@@ -142,7 +143,7 @@ def test_the_analyst_sees_which_runs_claims_failed(make_service, tmp_path) -> No
     assert abs(claims.reproduced - 0.25) < 1e-9
     assert abs(claims.claimed_reach - 0.75) < 1e-9
     assert abs(claims.measured_reach - (0.25 + 0.125) / 2) < 1e-9
-    assert service.audit_transfer(chips="a100").claims == []
+    assert service.audit_transfer(TransferQuery(chips="a100")).claims == []
     found = service.list_lessons(LessonFilter(sort="unreproduced"))
     assert found.count > 0
     assert all(x.claims == claims for x in found.data)
