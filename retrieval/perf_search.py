@@ -21,7 +21,8 @@ per stored chip (from chip similarity: descriptors), and returns a `Posterior`:
    κ = 3 outcomes, the rank correlation of the prediction with what the run measured.
 5. Acquisition: expected improvement over the best observed latency (without a feasible
    observation, the lowest predicted latency), each pick of a batch discounting the candidates
-   near the earlier ones so a batch does not spend itself on one basin. Where the memory is
+   near the earlier ones, as much as the memory is unsure (1 - confidence), so a batch does not
+   spend itself on one basin the memory cannot vouch for. Where the memory is
    unsure, a share (1 - confidence) / 2 of the batch explores instead: space-filling picks, the
    candidates farthest from everything tried among those whose optimistic prediction (lower
    90% bound) is in the better half. Every suggestion carries the confidence and its purpose.
@@ -218,7 +219,9 @@ class Posterior:
             picks.append((i, "exploit"))
             chosen.append(i)
             near = distances(self.features, self.features[i : i + 1])[:, 0]
-            discount = 1.0 - np.exp(-((near / self.length) ** 2))
+            # As unsure as the memory is: a sure one keeps its ranking (full recorded spaces:
+            # a full discount cost convolution on the A4000 0.99 -> 0.79 at 5 evaluations).
+            discount = 1.0 - (1.0 - self.confidence) * np.exp(-((near / self.length) ** 2))
             score = np.where(np.isfinite(score), score * discount, score)
             score[i] = -np.inf
         if n_explore:
