@@ -22,7 +22,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYTHONUNBUFFERED := 1
 
-.PHONY: install run test lint bench-ingest bench-learning clean
+.PHONY: install install-tuners install-triton run test lint bench-ingest bench-learning clean
 
 $(BIN)/uv:
 	@echo "make: creating $(VENV) with uv $(UV_VERSION), the installer"
@@ -43,8 +43,18 @@ $(STAMP): pyproject.toml | $(BIN)/uv
 
 install: $(STAMP)
 
+# What the Kernel Tuner page needs beside `make run`'s packages: Kernel Tuner itself.
+install-tuners: $(SERVE_STAMP)
+	@echo "make: installing Kernel Tuner for agent_client.tuners.kernel_tuner"
+	$(UV_INSTALL) -e '.[server,tuners]'
+
+# What the Triton page needs beside `make run`'s packages: Triton (about 1 GB; torch is there).
+install-triton: $(SERVE_STAMP)
+	@echo "make: installing Triton for agent_client.tuners.triton_autotune"
+	$(UV_INSTALL) -e '.[server,kernels]'
+
 run: $(SERVE_STAMP)
-	@echo "make: starting tunemem on http://$(HOST):$(PORT) (an empty store is seeded first)"
+	@echo "make: starting tunemem on http://$(HOST):$(PORT) (Ctrl-C stops it)"
 	@$(PROGRESS) --label starting --until 'Uvicorn running|Application startup complete' -- \
 		$(BIN)/tunemem serve --seed --host $(HOST) --port $(PORT)
 

@@ -10,6 +10,7 @@ from agent_client.models import (
     OutcomeReceipt,
     Retrieval,
     RetrievedLesson,
+    ServiceWarning,
     TransientAPIError,
 )
 
@@ -22,5 +23,6 @@ __all__ = [
     "RetrievedLesson",
     "Retrieval",
     "RetryPolicy",
+    "ServiceWarning",
     "TransientAPIError",
 ]

@@ -9,6 +9,7 @@ agent does per attempt), so a report whose answer was lost is counted once by th
 from __future__ import annotations
 
 import uuid
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,7 @@ from agent_client.models import (
     Outcome,
     OutcomeReceipt,
     Retrieval,
+    ServiceWarning,
     Stage,
     TransientAPIError,
 )
@@ -69,6 +71,15 @@ def _raise_for(response: httpx.Response) -> dict[str, Any]:
         code, message = (response.reason_phrase or "error"), str(detail)
     error = TransientAPIError if response.status_code in TRANSIENT_STATUS else MemoryAPIError
     raise error(response.status_code, code, message)
+
+
+def _retrieval(data: dict[str, Any]) -> Retrieval:
+    """The parsed answer; each of its warnings is also raised as a `ServiceWarning`, so a
+    caller that never reads `Retrieval.warnings` (an agent, a script) still sees it once."""
+    retrieval = Retrieval.from_json(data)
+    for text in retrieval.warnings:
+        warnings.warn(text, ServiceWarning, stacklevel=3)
+    return retrieval
 
 
 def _retrieve_body(
@@ -162,7 +173,7 @@ class MemoryClient:
         options: dict[str, Any] | None = None,
     ) -> Retrieval:
         body = _retrieve_body(task, context, stage, k, query, options)
-        return Retrieval.from_json(self._call("POST", "/v1/retrieve", json=body))
+        return _retrieval(self._call("POST", "/v1/retrieve", json=body))
 
     def suggest(
         self,
@@ -251,7 +262,7 @@ class AsyncMemoryClient:
         options: dict[str, Any] | None = None,
     ) -> Retrieval:
         body = _retrieve_body(task, context, stage, k, query, options)
-        return Retrieval.from_json(await self._call("POST", "/v1/retrieve", json=body))
+        return _retrieval(await self._call("POST", "/v1/retrieve", json=body))
 
     async def suggest(
         self,

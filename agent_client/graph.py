@@ -118,6 +118,8 @@ def recall(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
             "retrieval_id": retrieval.retrieval_id,
             "lessons": lessons,
             "settings": retrieval.settings,
+            "scope_chain": retrieval.scope_chain,
+            "warnings": retrieval.warnings,
         },
         "seen_lessons": {lesson["id"]: lesson for lesson in lessons},
         "proposal": None,

@@ -26,6 +26,11 @@ class TransientAPIError(MemoryAPIError):
     """An error worth retrying: overload, gateway trouble, rate limiting."""
 
 
+class ServiceWarning(UserWarning):
+    """What the service said about a request it answered (a chip name it does not know, with
+    the names it may have meant): the answer stands, but rests on less than the caller meant."""
+
+
 @dataclass(frozen=True)
 class RetrievedLesson:
     """One ranked lesson of a retrieval, with the service's score breakdown."""
@@ -74,11 +79,17 @@ class RetrievedLesson:
 
 @dataclass(frozen=True)
 class Retrieval:
-    """The answer to one retrieve call: its id (feedback refers to it) and ranked lessons."""
+    """The answer to one retrieve call: its id (feedback refers to it), the ranked lessons, and
+    what the service made of the context: the chip it recognised (None: not one it knows), the
+    scopes whose values ranked the lessons (most specific first) and its `warnings`."""
 
     retrieval_id: str
     lessons: list[RetrievedLesson]
     settings: dict[str, Any] = field(default_factory=dict)
+    stage: str | None = None
+    chip: str | None = None
+    scope_chain: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Retrieval:
@@ -88,6 +99,10 @@ class Retrieval:
             retrieval_id=str(data["retrieval_id"]),
             lessons=[RetrievedLesson.from_json(item) for item in data.get("lessons") or []],
             settings=dict(data.get("settings") or {}),
+            stage=data.get("stage"),
+            chip=data.get("chip"),
+            scope_chain=[str(scope) for scope in data.get("scope_chain") or []],
+            warnings=[str(text) for text in data.get("warnings") or []],
         )
 
 
@@ -107,14 +122,25 @@ class Outcome:
 
 @dataclass(frozen=True)
 class OutcomeReceipt:
-    """The service's answer to a report: rewards applied and the new values per lesson."""
+    """The service's answer to a report: rewards applied and the new values per lesson.
+
+    `duplicate` is true when the report was a retry of one already counted under the same
+    idempotency key: the outcome and rewards are the first report's, counted once."""
 
     rewards: dict[str, float]
     values: dict[str, Any]
+    outcome_id: int | None = None
+    reward: float | None = None
+    duplicate: bool = False
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> OutcomeReceipt:
+        reward = data.get("reward")
+        outcome_id = data.get("outcome_id")
         return cls(
             rewards={str(k): float(v) for k, v in (data.get("rewards") or {}).items()},
             values=dict(data.get("values") or {}),
+            outcome_id=int(outcome_id) if isinstance(outcome_id, int) else None,
+            reward=float(reward) if isinstance(reward, int | float) else None,
+            duplicate=bool(data.get("duplicate", False)),
         )

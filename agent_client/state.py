@@ -32,7 +32,7 @@ class AgentState(AgentInput, total=False):
 
     stage: str  # "draft" until the first feasible attempt, then "refine"
     attempts: int
-    retrieval: dict[str, Any] | None  # the current retrieval: id, lessons, settings
+    retrieval: dict[str, Any] | None  # id, lessons, settings, scope chain, warnings
     proposal: dict[str, Any] | None  # config, used, origin, rationale
     result: dict[str, Any] | None  # the evaluation of the current proposal
     history: Annotated[list[dict[str, Any]], operator.add]  # one entry per attempt

@@ -75,6 +75,17 @@ class ContextSpec:
     toolchain: dict[str, str] = field(default_factory=dict)
 
 
+def is_feasible(compiled: bool, correct: bool | None, error: str | None) -> bool:
+    """Feasible: it compiled, was not found incorrect, and no error was recorded.
+
+    The one definition, for recorded attempts (`error`: their error category) and reported
+    outcomes (their error text) alike. `correct` None is no check made (Kernel Tuner caches
+    record times only); a report that says neither correct nor incorrect must give its error
+    (`OutcomeIn`), so it is not feasible.
+    """
+    return bool(compiled) and correct is not False and error is None
+
+
 @dataclass
 class AttemptRecord:
     """One evaluated candidate: a configuration (params) and/or code, and what happened."""
@@ -93,7 +104,7 @@ class AttemptRecord:
 
     @property
     def feasible(self) -> bool:
-        return self.compiled and self.correct is not False and self.error_category is None
+        return is_feasible(self.compiled, self.correct, self.error_category)
 
 
 @dataclass

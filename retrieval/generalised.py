@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 from platforms.similarity import chip_similarity
 from retrieval.recorded import SourceReach, chip_agreement, reach_reward
+from retrieval.rewards import REWARD_MAX, REWARD_MIN
 from retrieval.values import PRIOR_SCOPE, PRIOR_VARIANCE, ScopeStats, ValueEstimate
 
 GENERALISED_SCOPE = "generalised"
@@ -121,6 +122,7 @@ def generalised_estimate(
     source: str | None = None,
     effects: Mapping[str, float] | None = None,
     trust: Mapping[str, float] | None = None,
+    evidence_weight: Mapping[str, float] | None = None,
 ) -> ValueEstimate:
     """A lesson's generalised value in the target chip's context.
 
@@ -138,6 +140,9 @@ def generalised_estimate(
         trust: chip -> how well the claims of the spaces behind its recorded reach and effect
             reproduced (`retrieval.reproduction.space_trust`; absent: 1); each recorded and
             effect term's weight is multiplied by it.
+        evidence_weight: chip -> the weight of one of the lesson's reported outcomes there
+            (absent: 1), so outcomes under a superseded toolchain count less
+            (`retrieval.toolchain.scope_weights`), as in the chain estimate.
 
     Returns:
         The estimate; `weights` maps each term ("prior", "chip:<target>" for the own outcomes,
@@ -150,10 +155,13 @@ def generalised_estimate(
         (PRIOR_SCOPE, settings.q0, settings.kappa, PRIOR_VARIANCE)
     ]
     n_local = own.n if own else 0
+    per_outcome = evidence_weight or {}
     if own and own.n > 0:
-        terms.append((f"chip:{target}", own.q, float(own.n), _variance(own)))
+        w = own.n * per_outcome.get(target or "", 1.0)
+        if w > 0.0:
+            terms.append((f"chip:{target}", own.q, w, _variance(own)))
     for chip, stats in sorted(neighbours.items()):
-        w = affinity.get(chip, 0.0) * settings.outcome_weight * stats.n
+        w = affinity.get(chip, 0.0) * settings.outcome_weight * stats.n * per_outcome.get(chip, 1.0)
         if chip != target and w > 0.0:
             terms.append((f"outcomes:chip:{chip}", stats.q, w, _variance(stats)))
     discounts: dict[str, float] = {}
@@ -188,8 +196,9 @@ def generalised_estimate(
         scope=dominant,
         n_local=n_local,
         n_total=n_total,
-        ci_low=value - half_width,
-        ci_high=value + half_width,
+        # Rewards lie in [-1, 1]: so does their mean, and so the interval (as the chain's).
+        ci_low=max(REWARD_MIN, value - half_width),
+        ci_high=min(REWARD_MAX, value + half_width),
         weights=weights,
         trust=discounts,
     )

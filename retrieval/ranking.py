@@ -11,12 +11,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from retrieval.generalised import GeneralisedSettings
 from retrieval.values import ValueEstimate
 
 
 @dataclass(frozen=True)
 class RankingSettings:
-    """The knobs of one ranking; every one is echoed in the response."""
+    """The knobs of one ranking (`retrieval.knobs` declares them; every one is echoed)."""
 
     lam: float = 0.5
     k: int = 3
@@ -34,12 +35,8 @@ class RankingSettings:
     # The smallest spread of values that z(V) standardises by: differences of values far
     # below the reward scale are not stretched into a full standard deviation.
     value_floor: float = 0.0
-    # generalised values: the least affinity any other chip's evidence is weighted by.
-    affinity_floor: float = 0.0
-    # generalised values: how sharply contradicted recorded claims lose weight, and the
-    # reproductions at which a space's record weighs as much as its prior trust.
-    claim_power: float = 0.0
-    claim_kappa: float = 2.0
+    # The weights of the generalised value's terms (used when values = "generalised").
+    generalised: GeneralisedSettings = field(default_factory=GeneralisedSettings)
 
 
 def recall_size(settings: RankingSettings, memory_size: int) -> int:

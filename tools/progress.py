@@ -4,8 +4,8 @@ still at work and for how long, so a long install or a first start never looks h
     python3 tools/progress.py [--label WORDS] [--every SECONDS] [--until REGEX] -- CMD ARGS...
 
 `--until`: stop the reminders once a line of output matches (a server that has started and
-then rightly falls quiet). Exits with the command's status. Standard library only: it runs
-before the virtual environment exists.
+then rightly falls quiet). Exits with the command's status; 0 when Ctrl-C stopped it. Standard
+library only: it runs before the virtual environment exists.
 """
 
 from __future__ import annotations
@@ -55,10 +55,29 @@ def main(argv: list[str]) -> int:
                 done.set()
         return process.wait()
     except KeyboardInterrupt:
-        process.terminate()
-        return process.wait()
+        return stop(process, args.label)
     finally:
         done.set()
+
+
+def stop(process: subprocess.Popen[str], label: str, grace_s: float = 20.0) -> int:
+    """Ctrl-C: the terminal sent the interrupt to the command too, so let it end on its own
+    (a server finishing its requests), relaying what it still prints; end it only if it has not
+    within `grace_s` or on a second Ctrl-C. Stopping on request is a success: status 0."""
+    assert process.stdout is not None
+    deadline = threading.Timer(grace_s, process.terminate)
+    deadline.start()
+    try:
+        for line in process.stdout:  # until the command closes its output, i.e. exits
+            sys.stdout.write(line)
+        process.wait()
+    except KeyboardInterrupt:
+        process.terminate()
+        process.wait()
+    finally:
+        deadline.cancel()
+    print(f"  stopped ({label} ended by Ctrl-C)", flush=True)
+    return 0
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@
     tune_kernel(..., strategy=MemoryStrategy(url="http://127.0.0.1:8000"),
                 strategy_options={"max_fevals": 20})
 
-Kernel Tuner calls `tune(searchspace, runner, tuning_options)` (1.3 and later). Each round
+Kernel Tuner calls `tune(searchspace, runner, tuning_options)` (1.4 and later; 1.3 has no
+`tune_cache`, and its simulation runner names no device: see `device_name`). Each round
 asks `POST /v1/suggest` for k configurations of this kernel, problem size and device, sending
 the run's own observations so far, evaluates them through Kernel Tuner's own cost function (so
 `max_fevals`, the time limit, the cache and simulation mode behave as with any strategy),
@@ -32,6 +33,10 @@ from ingest.readers.kerneltuner import op_name
 from ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
 from retrieval.suggest import Observation, SpaceExhausted, SuggestState, config_key
 from retrieval.suggest_search import wide_search_step
+
+# The most valid configurations the service takes in one request (its MAX_VALID): a larger
+# space is sent as its parameters alone, and suggestions outside the restrictions are skipped.
+VALID_SENT_MAX = 50_000
 
 # One try more than none: a tuning loop must not wait on a struggling memory.
 _RETRY = RetryPolicy(attempts=2, backoff_s=0.05, max_backoff_s=0.2)
@@ -63,6 +68,22 @@ def kernel_backend(runner: Any, kernel_options: Any) -> str | None:
 
 def _warn(message: str) -> None:
     print(f"tunemem: {message}", file=sys.stderr)
+
+
+def device_name(runner: Any, warn: Callable[[str], None]) -> str | None:
+    """The device Kernel Tuner's runner runs on, as Kernel Tuner names it; None, with one
+    warning, from a runner that names none (Kernel Tuner 1.3's simulation runner has no
+    `get_device_info`): the memory then knows the run by its kernel and size only."""
+    get_info = getattr(runner, "get_device_info", None)
+    device = get_info() if callable(get_info) else getattr(runner, "dev", None)
+    name = getattr(device, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    warn(
+        "Kernel Tuner's runner names no device (Kernel Tuner 1.4 or later does): pass "
+        "chip=... to MemoryStrategy so that the memory knows which GPU this run is on"
+    )
+    return None
 
 
 class MemoryStrategy:
@@ -155,7 +176,7 @@ class _Run:
             "kernel": self.kernel,
             "signature": {"problem_size": problem, "tune_params_keys": self.names},
         }
-        device = strategy.chip or getattr(runner.get_device_info(), "name", None)
+        device = strategy.chip or device_name(runner, strategy.warn)
         # Kernel Tuner reports some devices by an empty name or a gfx target (AMD GPUs under
         # HIP, every simulated run): the backend then comes from the kernel language, so the
         # run is stored as an unknown chip of that backend instead of being refused.
@@ -169,6 +190,7 @@ class _Run:
         self.best_ms: float | None = None
         self.memory = strategy.client is not None
         self.rounds = 0
+        self._valid_keys: set[tuple[Any, ...]] | None = None
 
     # ------------------------------------------------------------------ search
     def search(self) -> None:
@@ -185,8 +207,14 @@ class _Run:
         """The memory's next round, or None (and no more asking) when it cannot help."""
         assert self.strategy.client is not None
         space: dict[str, Any] = {"params": {n: list(v) for n, v in self.space.items()}}
-        if self.valid is not None:
+        if self.valid is not None and len(self.valid) <= VALID_SENT_MAX:
             space["valid"] = [dict(zip(self.names, c, strict=True)) for c in self.valid]
+        elif self.valid is not None and self.rounds == 0:
+            self.strategy.warn(
+                f"the space has {len(self.valid):,} valid configurations, more than the memory "
+                f"takes in one request ({VALID_SENT_MAX:,}): it is asked over the parameters "
+                "alone, and what it suggests outside your restrictions is skipped"
+            )
         observations = [
             {"config": dict(o.config), "latency_ms": o.latency_ms, "feasible": o.feasible}
             for o in self.observations
@@ -212,8 +240,8 @@ class _Run:
                 "own search continues"
             )
             return None
-        retrieval_id = str(answer.get("retrieval_id"))
-        return [
+        retrieval_id: str | None = str(answer.get("retrieval_id"))
+        batch: list[tuple[dict[str, Any], str | None, list[str], str]] = [
             (
                 dict(s["config"]),
                 retrieval_id,
@@ -222,6 +250,17 @@ class _Run:
             )
             for s in suggestions
         ]
+        if "valid" in space or self.valid is None:
+            return batch
+        allowed = self.valid_keys()
+        kept = [b for b in batch if tuple(b[0].get(n) for n in self.names) in allowed]
+        return kept or self._own(self.strategy.k)
+
+    def valid_keys(self) -> set[tuple[Any, ...]]:
+        """The valid configurations as a set (built once, for a space too large to send)."""
+        if self._valid_keys is None:
+            self._valid_keys = set(self.valid or ())
+        return self._valid_keys
 
     def _give_up(self, message: str) -> None:
         self.strategy.warn(message)

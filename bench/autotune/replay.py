@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.live.memories import SERVICE_SETTINGS, load_sweeps
+from bench.common.arms import LIVE_SERVICE_SETTINGS
+from bench.live.memories import load_sweeps
 
 
 def replay_task(
@@ -29,7 +30,7 @@ def replay_task(
 ) -> list[dict]:
     from agent_client.tuners.triton_autotune import MemoryTuning
     from bench.autotune.launchers import config_dict, triton_configs
-    from bench.learning.run import LiveService
+    from bench.common.memory_server import LiveService
     from kernels.catalogue import get_task
 
     task = get_task(name)
@@ -48,7 +49,7 @@ def replay_task(
             if json.dumps(config_dict(task, c), sort_keys=True) in measured
         ]
         best = min(measured.values())
-        live = LiveService(SERVICE_SETTINGS)
+        live = LiveService(LIVE_SERVICE_SETTINGS)
         try:
             live.service.ingest([r for s, r in sweeps.items() if s != shape])
             for top_k in budgets:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bench.common.markdown import table
 from bench.learning.summary import MILESTONES, TOP_KEYS
 
 
@@ -64,8 +65,8 @@ def task_rows(tasks: dict[str, Any], marks: list[int], budget: int) -> list[str]
 
 
 def goal_rows(goals: dict[str, bool]) -> list[str]:
-    lines = ["| goal | met |", "|---|---|"]
-    return lines + [f"| {g} | {'yes' if ok else 'NO'} |" for g, ok in goals.items()]
+    rows = [(g, "yes" if ok else "NO") for g, ok in goals.items()]
+    return table(("goal", "met"), rows, compact=True)
 
 
 def header(report: dict[str, Any], title: str) -> list[str]:

@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import json
 import random
-import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from agent_client.client import MemoryClient
-from agent_client.proposers import Proposer, create_proposer
+from agent_client.proposers import create_proposer
 from agent_client.run import run_graph
+from bench.common.arms import ARMS, SERVICE_SETTINGS, WIDEN_K, arm_proposer
+from bench.common.memory_server import LiveService
 from bench.common.results import machine
 from bench.learning.lifelong import lifelong_report, ranking_quality, run_random, run_stream
 from bench.learning.noise import MemoryNoise, NoisyMemory
@@ -36,74 +36,9 @@ from bench.learning.tasks import Task, discover_tasks, naive_transfer
 from kernels.runners.replay import ReplayRunner
 
 DEFAULT_CACHES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "kerneltuner"
-WIDEN_K = 30  # lessons asked for when none of the k carries an untried configuration
 PROTOCOLS = ("loo", "lifelong")
-# Ranking options per arm; None = no memory; {} = the service's own defaults.
-# k_recall: the explicit arms re-rank the same wide pool, so lessons from other backends can
-# surface; `default` recalls as the service does by itself.
-ARMS: dict[str, dict[str, Any] | None] = {
-    "random": None,
-    "similarity": {"lam": 0.0, "exploration_c": 0.0, "k_recall": 60},
-    "value": {"lam": 0.5, "backoff": False, "k_recall": 60, "values": "chain"},
-    "value_backoff": {"lam": 0.5, "backoff": True, "k_recall": 60, "values": "chain"},
-    "generalised": {"lam": 0.5, "k_recall": 60, "values": "generalised", "value_floor": 0.1},
-    "exemplars": {},
-    "default": {},
-    # the service's defaults with recorded claims weighed by how well outcomes reproduced them
-    "trust": {"claim_power": 2.0},
-}
-# The proposer of each arm's scored runs: `default` is what a user's agent gets, the service's
-# own search through POST /v1/suggest (exemplars first, then its performance model);
-# `exemplars` is the structured proposer over the service's default ranking (the default
-# before the model). loo source runs always use the structured proposer, since they hide their
-# own chip's lessons and the service's search cannot.
-PROPOSERS: dict[str, str] = {"default": "suggest"}
 MAX_BUDGET = 100
 CLEAN = MemoryNoise()  # the memory is told the recording as it is
-# index=memory: exact cosine over the (small) lesson set, no Chroma directory per run.
-# model_wait_s: a suggest waits for the model trained on what was just ingested, so that a
-# run's answers do not depend on how fast the machine trains (a user's service never waits).
-SERVICE_SETTINGS: dict[str, Any] = {"index": "memory", "model_wait_s": 300.0}
-
-
-def arm_proposer(arm: str, client: MemoryClient, options: dict[str, Any] | None) -> Proposer:
-    """The proposer of an arm's scored runs (see PROPOSERS)."""
-    name = PROPOSERS.get(arm, "structured")
-    if name == "suggest":
-        return create_proposer("suggest", client=client, options=options)
-    return create_proposer(name)
-
-
-class LiveService:
-    """A MemoryService in a temporary directory behind a real HTTP server on a free port."""
-
-    def __init__(self, settings_overrides: dict[str, Any], embedder: Any = None) -> None:
-        import uvicorn
-
-        from memory_service.core.settings import Settings
-        from memory_service.http.app import create_app
-        from memory_service.service import MemoryService
-
-        self._dir = tempfile.TemporaryDirectory(prefix="tunemem-bench-")
-        self.service = MemoryService(
-            Settings(data_dir=Path(self._dir.name), **settings_overrides), embedder=embedder
-        )
-        config = uvicorn.Config(create_app(self.service), port=0, log_level="warning")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self._thread.start()
-        while not self._server.started:
-            if not self._thread.is_alive():
-                raise RuntimeError("the benchmark's memory server did not start")
-            time.sleep(0.01)
-        port = self._server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-
-    def close(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
-        self.service.close()
-        self._dir.cleanup()
 
 
 def source_order(sources: list[Task], seed: int) -> list[Task]:

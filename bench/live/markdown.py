@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.common.markdown import cell, table
 from bench.live.report import SWEEP
 
+_f = cell
 
-def _f(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
+
+def _yes(met: bool) -> str:
+    return "yes" if met else "no"
 
 
 def _averages(summary: dict[str, Any]) -> list[str]:
@@ -72,10 +71,11 @@ def render_markdown(report: dict[str, Any]) -> str:
             f"{_f(sweep['gpu_s'], 1)} GPU s per stable shape on average; its row reads the "
             "sweep in the order it ran (a random order) as if it were a search.",
         ]
-    lines += ["", "## Goals", "", "| goal | measured | met |", "| --- | --- | --- |"]
-    for name, goal in report.get("goals", {}).items():
-        measured = goal.get("measured", goal.get("budgets_where_worse"))
-        lines.append(f"| {name} | {_f(measured)} | {'yes' if goal['met'] else 'no'} |")
+    goals = [
+        (name, _f(goal.get("measured", goal.get("budgets_where_worse"))), _yes(goal["met"]))
+        for name, goal in report.get("goals", {}).items()
+    ]
+    lines += ["", "## Goals", "", *table(("goal", "measured", "met"), goals)]
     lines += [
         "",
         "## Per held-out shape",

@@ -1,6 +1,7 @@
 """Memories for the live benchmark, prepared in worker processes while the GPU works.
 
-Each memory is a fresh service (embedded store, in-memory index, the embedder the run names:
+Each memory is a fresh service (`bench.common.arms.LIVE_SERVICE_SETTINGS`: embedded store,
+in-memory index, no near-duplicate merging, the embedder the run names:
 MiniLM on ONNX Runtime by default, as the service's own default) behind its own HTTP server in
 a spawned process. It ingests the source sweeps; for the value arms the agent
 then tunes every source shape in replay (the recorded sweep played back, no GPU), with that
@@ -21,32 +22,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from bench.common.arms import ARMS, LIVE_SERVICE_SETTINGS, WIDEN_K
 from ingest.records import TrajectoryRecord
 
-# index=memory: exact cosine over the small lesson set (chromadb is not on the GPU machine);
-# dedup_threshold=1.0: the exemplars of one sweep differ only in their numbers and must not be
-# merged as near-duplicates; model_wait_s: a suggest waits for the performance model trained on
-# what was just ingested, so a run does not depend on how fast the worker trains (a user's
-# service never waits). The embedder is the run's (`--embedder`), MiniLM by default.
-SERVICE_SETTINGS: dict[str, Any] = {
-    "index": "memory",
-    "dedup_threshold": 1.0,
-    "model_wait_s": 300.0,
-}
-WIDEN_K = 30
-# Ranking overrides per arm (the service's own defaults otherwise); None = no memory.
-ARMS: dict[str, dict[str, Any] | None] = {
-    "random": None,
-    "similarity": {"lam": 0.0, "exploration_c": 0.0, "k_recall": 60},
-    "value_backoff": {"lam": 0.5, "backoff": True, "k_recall": 60},
-    "default": {},
-}
-# The proposer of each arm's live runs: `default` is what a user's agent gets, the service's own
-# search through POST /v1/suggest (the memory's exemplars, then its performance model refit to
-# the run's outcomes); the others are the structured proposer over the arm's ranking. Replays of
-# source shapes always use the structured proposer: they hide the source's own lessons, which
-# the service's search cannot.
-PROPOSERS: dict[str, str] = {"default": "suggest"}
 PREP_TIMEOUT_S = 600.0
 
 
@@ -82,7 +60,7 @@ class MemorySpec:
     budget: int = 10
     k: int = 3
     seed: int = 0
-    settings: dict[str, Any] = field(default_factory=lambda: dict(SERVICE_SETTINGS))
+    settings: dict[str, Any] = field(default_factory=lambda: dict(LIVE_SERVICE_SETTINGS))
 
 
 def plan_memories(
@@ -128,7 +106,7 @@ def plan_memories(
                         args.budget,
                         args.k,
                         args.seed,
-                        {**SERVICE_SETTINGS, "embedder": args.embedder},
+                        {**LIVE_SERVICE_SETTINGS, "embedder": args.embedder},
                     )
                 )
                 plan[case].append((setting, arm, key))
@@ -171,7 +149,7 @@ def replay_sources(spec: MemorySpec, url: str) -> int:
 
 def _serve(spec: MemorySpec, conn: Connection) -> None:
     """Worker: build the memory, hand its URL to the parent, serve until told to stop."""
-    from bench.learning.run import LiveService
+    from bench.common.memory_server import LiveService
 
     started = time.monotonic()
     live = None

@@ -25,12 +25,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.common.arms import (
+    ARMS,
+    LIVE_ARMS,
+    LIVE_SERVICE_SETTINGS,
+    PROPOSERS,
+    WIDEN_K,
+    arm_proposer,
+)
 from bench.live.markdown import render_markdown
 from bench.live.memories import (
-    ARMS,
-    PROPOSERS,
-    SERVICE_SETTINGS,
-    WIDEN_K,
     MemoryPool,
     MemorySpec,
     load_sweeps,
@@ -175,11 +179,7 @@ class LiveBench:
                 seed=self.args.seed,
             )
         with MemoryClient(url) as client:
-            proposer = (
-                create_proposer("suggest", client=client, options=ARMS[arm])
-                if PROPOSERS.get(arm) == "suggest"
-                else create_proposer("structured")
-            )
+            proposer = arm_proposer(arm, client, ARMS[arm])
             return run_graph(
                 runner,
                 proposer,
@@ -290,8 +290,9 @@ class LiveBench:
             "command": self.args.command,
             "machine": self.machine(),
             "service": (
-                f"fresh embedded store per memory, index {SERVICE_SETTINGS['index']} (chromadb "
-                f"is not on the GPU machine), embedder {self.args.embedder}, the service's "
+                "fresh embedded store per memory, index "
+                f"{LIVE_SERVICE_SETTINGS['index']} (chromadb is not on the GPU machine), "
+                f"embedder {self.args.embedder}, the service's "
                 "default ranking and suggest settings otherwise, served over HTTP on localhost"
             ),
             "proposers": {a: PROPOSERS.get(a, "structured") for a in self.args.arms},
@@ -329,7 +330,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tasks", default=",".join(DEFAULT_TASKS))
     p.add_argument("--budget", type=int, default=10, help="live attempts per run")
-    p.add_argument("--arms", default=",".join(ARMS))
+    p.add_argument("--arms", default=",".join(LIVE_ARMS))
     p.add_argument("--settings", default=",".join(SETTINGS))
     p.add_argument("--shapes", type=int, default=0, help="held-out shapes per task (0: all)")
     p.add_argument("--sweeps", type=Path, default=Path("bench/results/h200"))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.common.markdown import table
+
 # Issue 21's goals for the embedded default at 100k lessons (MiniLM, 2 cores).
 GOALS = {
     "retrieve p50 <= 12 ms at concurrency 1": ("closed", 1, "retrieve_ms", "p50", 12.0),
@@ -176,14 +178,13 @@ def markdown(result: dict[str, Any]) -> str:
             f"{mem['peak_rss_mb']:,} | {build['build_s']} | {build['lessons_per_s']:,} "
             f"| {build['embedded_lessons']:,} ({build.get('embedding_cache_hits')}) |"
         )
-    lines += ["", "## Goals (issue 21)", "", "| lessons | mode | goal | measured | met |"]
-    lines += ["|---|---|---|---|---|"]
-    for case in result["cases"]:
-        for label, measured, met in goals(case):
-            lines.append(
-                f"| {case['lessons']:,} | {case['mode']} | {label} | {measured} "
-                f"| {'yes' if met else 'no'} |"
-            )
+    met_rows = [
+        (f"{case['lessons']:,}", case["mode"], label, measured, "yes" if met else "no")
+        for case in result["cases"]
+        for label, measured, met in goals(case)
+    ]
+    lines += ["", "## Goals (issue 21)", ""]
+    lines += table(("lessons", "mode", "goal", "measured", "met"), met_rows, compact=True)
     return "\n".join(lines) + "\n"
 
 

@@ -36,8 +36,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.common.arms import SERVICE_SETTINGS
+from bench.common.memory_server import LiveService
 from bench.common.results import machine
-from bench.learning.run import SERVICE_SETTINGS, LiveService
 from bench.learning.tasks import Task, discover_tasks
 from bench.tuners.simulation import (
     best_so_far,

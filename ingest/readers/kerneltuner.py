@@ -13,12 +13,17 @@ entries hold only `time`: the parameter values are the key, in `tune_params_keys
 an entry's parameters are read from its key, each value matched to the declared `tune_params`
 value it spells (so 16 stays an int and "float" a string).
 
+An "open" cache, the file an interrupted Kernel Tuner run leaves (its entries end in a comma,
+the closing braces never written), is read as Kernel Tuner itself reads it: closed first, and
+`evidence["open_cache"]` says so.
+
 When `device_name` is empty (some HIP caches), the chip is taken from the file name if the
 platform registry knows it, and `evidence["chip_from"]` says so.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -26,7 +31,7 @@ from typing import Any
 
 from ingest.chip_context import chip_context_with_fallback
 from ingest.error_categories import failure_category
-from ingest.errors import FormatMismatchError
+from ingest.errors import FileUnreadableError, FormatMismatchError
 from ingest.records import (
     AttemptRecord,
     ContextSpec,
@@ -34,7 +39,16 @@ from ingest.records import (
     TaskSpec,
     TrajectoryRecord,
 )
-from ingest.sources import DEFAULT_MAX_FILE_BYTES, finite, head, is_number, load_json, source_label
+from ingest.sources import (
+    DEFAULT_MAX_FILE_BYTES,
+    finite,
+    head,
+    is_number,
+    load_json,
+    parse_json,
+    read_bytes,
+    source_label,
+)
 from ingest.validate import json_problem, latency_problem
 
 FORMAT = "kerneltuner"
@@ -73,7 +87,7 @@ def read(
     path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES
 ) -> Iterator[TrajectoryRecord | RejectedRecord]:
     """Yield the cache's rejects, then its one trajectory."""
-    doc, digest = load_json(path, max_bytes)
+    doc, digest, was_open = _load_cache(path, max_bytes)
     if not isinstance(doc, dict) or not isinstance(doc.get("cache"), dict):
         raise FormatMismatchError(path, "not a Kernel Tuner cache: no 'cache' object")
     space = doc.get("tune_params")
@@ -93,18 +107,18 @@ def read(
     attempts: list[AttemptRecord] = []
     first_stamp = None
     numeric = numeric_parameters(declared)
+    rejects: list[RejectedRecord] = []
     for key, entry in doc["cache"].items():
         attempt = _attempt(len(attempts), keys, key, entry, declared, numeric)
         if isinstance(attempt, str):
-            yield RejectedRecord(str(path), f"cache[{key!r}]", attempt)
+            rejects.append(RejectedRecord(str(path), f"cache[{key!r}]", attempt))
             continue
         attempts.append(attempt)
         if first_stamp is None and isinstance(entry.get("timestamp"), str):
             first_stamp = entry["timestamp"]
     if not attempts:
-        raise FormatMismatchError(
-            path, f"the cache holds no usable configuration (of {len(doc['cache'])} entries)"
-        )
+        raise FormatMismatchError(path, _no_usable_entry(doc["cache"], keys, rejects))
+    yield from rejects
     problem_size = doc.get("problem_size")
     yield TrajectoryRecord(
         source_format=FORMAT,
@@ -123,8 +137,44 @@ def read(
             "measured_at": first_stamp,
             "chip_from": chip_from,
             "path": str(path),
+            **({"open_cache": True} if was_open else {}),
         },
     )
+
+
+def _no_usable_entry(cache: dict[str, Any], keys: list[str], rejects: list[RejectedRecord]) -> str:
+    """Why a cache gave no attempt, once for the file: when no entry is usable, the layout is
+    one this reader does not know (a newer Kernel Tuner's, say), and a reject per entry would
+    hide that."""
+    if not cache:
+        return "the cache holds no usable configuration (it has no entries yet)"
+    first_key, first = next(iter(cache.items()))
+    fields = sorted(first)[:12] if isinstance(first, dict) else type(first).__name__
+    return (
+        f"the cache holds no usable configuration: an unrecognised layout, none of its "
+        f"{len(cache)} entries is usable (the first, {first_key!r}: {rejects[0].reason}; its "
+        f"fields: {fields}; the parameters expected: {keys}); if a newer Kernel Tuner wrote "
+        "it, please report its layout"
+    )
+
+
+def _load_cache(path: Path, max_bytes: int) -> tuple[Any, str, bool]:
+    """The cache document, its digest, and whether it was open (closed here as Kernel Tuner's
+    `correct_open_cache` closes it: the trailing comma dropped, the two braces added)."""
+    try:
+        doc, digest = load_json(path, max_bytes)
+        return doc, digest, False
+    except FileUnreadableError as unreadable:
+        blob = read_bytes(path, max_bytes)
+        text = blob.rstrip()
+        if not text.startswith(b"{") or text.endswith(b"}\n}") or text.endswith(b"}}"):
+            raise
+        closed = (text[:-1] if text.endswith(b",") else text) + b"}\n}"
+        try:
+            doc = parse_json(closed)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            raise unreadable from None
+        return doc, hashlib.sha256(blob).hexdigest()[:12], True
 
 
 def _key_value(part: str, declared: Sequence[Any] | None) -> Any:

@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingest.records import AttemptRecord, ContextSpec, TaskSpec
+from ingest.records import AttemptRecord, ContextSpec, TaskSpec, is_feasible
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class EvalResult:
 
     @property
     def feasible(self) -> bool:
-        return self.compiled and self.correct is not False and self.error_category is None
+        return is_feasible(self.compiled, self.correct, self.error_category)
 
     def to_attempt(
         self, index: int, params: dict[str, Any], code: str | None = None

@@ -26,6 +26,7 @@ from memory_service.cli import (
     mcp,
     serve,
     suggest,
+    tune,
 )
 
 _option_type = typer.core.TyperOption.display_type_rich
@@ -83,6 +84,7 @@ app.command(name="mcp")(mcp.mcp)
 app.add_typer(bench.bench_app, name="bench")
 app.add_typer(keys.keys_app, name="keys")
 app.add_typer(audit.audit_app, name="audit")
+app.add_typer(tune.tune_app, name="tune")
 
 
 def _register_agent() -> None:

@@ -13,7 +13,7 @@ from rich.table import Table
 from memory_service.cli.common import console, err
 
 bench_app = typer.Typer(
-    help="Benchmarks: ingest, service, learning, tuners, kernels, live, autotune.",
+    help="Benchmarks: ingest, service, learning, tuners, kernels, live, autotune, moe.",
     no_args_is_help=True,
 )
 
@@ -287,5 +287,40 @@ def bench_autotune(
     except RuntimeError as exc:  # no GPU visible, or an arm's process failed
         err.print(f"error: {exc}")
         raise typer.Exit(1) from exc
+    if code:
+        raise typer.Exit(code)
+
+
+@bench_app.command("moe")
+def bench_moe(
+    landscape: Annotated[Path, typer.Option(help="recorded H200 timings")] = Path(
+        "bench/results/moe/h200-landscape"
+    ),
+    shipped: Annotated[Path, typer.Option(help="vLLM's shipped files: the memory")] = (
+        DEFAULT_SHARED / "vllm_fused_moe"
+    ),
+    out: Annotated[Path, typer.Option(help="results folder")] = Path("bench/results/moe"),
+    budget: Annotated[int, typer.Option(help="timed configurations per batch size")] = 32,
+    seed: Annotated[int, typer.Option(help="the tool's seed")] = 0,
+    cases: Annotated[str | None, typer.Option(help="cases, comma-separated (default all)")] = None,
+) -> None:
+    """`tunemem tune moe` replayed on recorded H200 timings against the best of 384 sampled,
+    copying the nearest GPU's shipped file and vLLM's default (record with kernels.moe_sweep)."""
+    from bench.moe.run import main as moe_main
+
+    if not shipped.is_dir():
+        err.print(f"error: no folder of vLLM's shipped files at {shipped}")
+        raise typer.Exit(2)
+    argv = [
+        *("--landscape", str(landscape), "--shipped", str(shipped), "--out", str(out)),
+        *("--budget", str(budget), "--seed", str(seed)),
+    ]
+    if cases:
+        argv += ["--cases", *[c for c in cases.split(",") if c]]
+    try:
+        code = moe_main(argv)
+    except (FileNotFoundError, ValueError) as exc:
+        err.print(f"error: {exc}")
+        raise typer.Exit(2) from exc
     if code:
         raise typer.Exit(code)

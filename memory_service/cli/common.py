@@ -4,6 +4,7 @@ the memory (embedded `MemoryService`, or `RemoteService` for `--url`) and error 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -15,13 +16,17 @@ import typer
 from rich.console import Console
 
 from memory_service.core.errors import ServiceError
-from memory_service.core.settings import Settings
 from memory_service.core.sql.dir_lock import DataDirInUse
 from memory_service.protocol import MemoryAPI
 from memory_service.remote import RemoteService
 
 if TYPE_CHECKING:
+    from memory_service.core.settings import Settings
     from memory_service.service import MemoryService
+
+# A command through --url imports only the HTTP client and the API models: the store's
+# modules (SQLAlchemy, alembic, the embedder) and pydantic-settings are imported by the
+# functions that open a store, since they cost a remote command seconds of start-up.
 
 T = TypeVar("T")
 
@@ -52,6 +57,8 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of a t
 
 def settings_for(data_dir: Path | None = None, **overrides: Any) -> Settings:
     """The service settings (environment first), with the options given on the command line."""
+    from memory_service.core.settings import Settings
+
     values = {k: v for k, v in overrides.items() if v is not None}
     if data_dir is not None:
         values["data_dir"] = data_dir
@@ -66,8 +73,17 @@ def open_service(
     The remote one sends `api_key`, or else TUNEMEM_API_KEY, with every request.
     """
     if url:
-        return RemoteService(url, api_key=api_key or settings_for(data_dir).api_key)
+        return RemoteService(url, api_key=api_key or environment_api_key())
     return open_local(data_dir)
+
+
+def environment_api_key() -> str | None:
+    """`Settings().api_key` without building the settings: TUNEMEM_API_KEY, its name matched
+    in any case as pydantic-settings matches it (tests hold the two to the same answer)."""
+    for name, value in os.environ.items():
+        if name.upper() == "TUNEMEM_API_KEY" and value:
+            return value
+    return None
 
 
 def open_local(data_dir: Path | None = None, **overrides: Any) -> MemoryService:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -39,7 +40,11 @@ def ingest(
     ] = "auto",
     batch_size: Annotated[int | None, typer.Option(help="trajectories per commit")] = None,
     rejects: Annotated[
-        Path | None, typer.Option(help="where to write rejected records (JSONL)")
+        Path | None,
+        typer.Option(
+            help="where to write rejected records (JSONL); default a new file per run in the "
+            "data directory, <data dir>/rejects/ingest-<UTC time>.jsonl"
+        ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="no progress bar")] = False,
     url: UrlOpt = None,
@@ -52,7 +57,9 @@ def ingest(
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         fail(f"no such file or folder: {', '.join(missing)}")
-    target = rejects or Path("tunemem-rejects.jsonl")
+    target = rejects or default_rejects_path(settings_for(data_dir).data_dir)
+    if rejects is None:
+        target.parent.mkdir(parents=True, exist_ok=True)
     problem = _unwritable(target)
     if problem:
         fail(f"--rejects {target} cannot be written ({problem}); nothing was ingested")
@@ -73,20 +80,39 @@ def ingest(
         memory.repair_index()
     try:
         run_guarded(lambda: _ingest_sources(memory, sources, fmt, quiet, summary, limit))
+    except KeyboardInterrupt:
+        _print_summary(summary, time.perf_counter() - start)
+        _write_rejects(summary, target)
+        fail(
+            "interrupted: what was stored before is kept; run the same command again to go "
+            "on (what is stored already is skipped, so nothing is counted twice)",
+            code=130,
+        )
     finally:
         memory.close()
     elapsed = time.perf_counter() - start
     _print_summary(summary, elapsed)
-    if summary.rejects:
-        try:
-            with target.open("w") as fh:
-                for item in summary.rejects:
-                    fh.write(json.dumps(item) + "\n")
-        except OSError as exc:
-            fail(f"--rejects {target} cannot be written ({exc.strerror or exc}); ingested as above")
-        console.print(f"{len(summary.rejects)} rejected records written to {target}")
+    _write_rejects(summary, target)
     if summary.read == 0:
         raise typer.Exit(1)
+
+
+def default_rejects_path(data_dir: Path) -> Path:
+    """A new file per run, in the data directory (ignored by git, never the working tree's)."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    return data_dir / "rejects" / f"ingest-{stamp}.jsonl"
+
+
+def _write_rejects(summary: IngestSummary, target: Path) -> None:
+    if not summary.rejects:
+        return
+    try:
+        with target.open("w") as fh:
+            for item in summary.rejects:
+                fh.write(json.dumps(item) + "\n")
+    except OSError as exc:
+        fail(f"--rejects {target} cannot be written ({exc.strerror or exc}); ingested as above")
+    console.print(f"{len(summary.rejects)} rejected records written to {target}")
 
 
 def _unwritable(target: Path) -> str | None:

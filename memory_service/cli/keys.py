@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
-from sqlalchemy.engine import Engine
-from sqlmodel import Session
 
 from memory_service.cli.common import DataDirOpt, console, run_guarded, settings_for
-from memory_service.core.access.keys import create_key, list_keys, open_store, revoke_key
-from memory_service.core.settings import Settings
-from memory_service.core.sql.store import Store
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from memory_service.core.settings import Settings
+
+# The store's modules (SQLAlchemy, alembic) are imported by the commands that use them: every
+# `tunemem` command, one through --url included, loads this module, and they cost seconds.
 
 keys_app = typer.Typer(
     help="API keys (bearer tokens with a role and a tenant).", no_args_is_help=True
@@ -23,6 +26,8 @@ keys_app = typer.Typer(
 def _engine(data_dir: Path | None) -> tuple[Engine, Settings]:
     """The store's engine (keys need no embedder or index, so no whole service is opened, and
     keys can be made while `tunemem serve` owns the data directory)."""
+    from memory_service.core.sql.store import Store
+
     settings = settings_for(data_dir)
     return Store.open(settings, exclusive=False).engine, settings
 
@@ -35,6 +40,10 @@ def keys_create(
     data_dir: DataDirOpt = None,
 ) -> None:
     """Create a key; its secret is printed once (only a hash is stored)."""
+    from sqlmodel import Session
+
+    from memory_service.core.access.keys import create_key
+
     engine, settings = _engine(data_dir)
 
     def go() -> None:
@@ -49,6 +58,10 @@ def keys_create(
 @keys_app.command("list")
 def keys_list(data_dir: DataDirOpt = None) -> None:
     """List keys (ids, roles, tenants; never the secrets)."""
+    from sqlmodel import Session
+
+    from memory_service.core.access.keys import list_keys
+
     engine, _ = _engine(data_dir)
     table = Table("id", "role", "tenant", "name", "created", "revoked")
     with Session(engine) as session:
@@ -62,6 +75,10 @@ def keys_list(data_dir: DataDirOpt = None) -> None:
 @keys_app.command("revoke")
 def keys_revoke(key_id: str, data_dir: DataDirOpt = None) -> None:
     """Revoke a key; requests with it get 401 from then on (the store stays keyed)."""
+    from sqlmodel import Session
+
+    from memory_service.core.access.keys import revoke_key
+
     engine, _ = _engine(data_dir)
 
     def go() -> None:
@@ -78,6 +95,10 @@ def keys_open(data_dir: DataDirOpt = None) -> None:
 
     A store that has had keys stays keyed when they are all revoked; this is the one way back.
     """
+    from sqlmodel import Session
+
+    from memory_service.core.access.keys import open_store
+
     engine, _ = _engine(data_dir)
 
     def go() -> None:

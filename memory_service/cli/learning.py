@@ -130,14 +130,20 @@ def report(
     compiled: Annotated[
         bool, typer.Option("--compiled/--not-compiled", help="did the attempt compile")
     ] = True,
-    correct: Annotated[
-        bool | None,
+    # Two flags, not one --correct/--incorrect pair: with a pair, the last one given wins, so
+    # `--correct --incorrect` would be taken for an answer.
+    correct_flag: Annotated[
+        bool,
         typer.Option(
-            "--correct/--incorrect",
-            help="was its output correct; required unless --not-compiled or --error",
+            "--correct",
+            help="its output was correct (this or --incorrect is required unless "
+            "--not-compiled or --error)",
             show_default=False,
         ),
-    ] = None,
+    ] = False,
+    incorrect_flag: Annotated[
+        bool, typer.Option("--incorrect", help="its output was wrong", show_default=False)
+    ] = False,
     latency_ms: Annotated[float | None, typer.Option(help="measured latency")] = None,
     best_before_ms: Annotated[
         float | None, typer.Option(help="best latency before this attempt")
@@ -160,6 +166,9 @@ def report(
     """Report what happened after an attempt; credited lessons' values move."""
     from memory_service.core.schemas.outcomes import ReportRequest
 
+    if correct_flag and incorrect_flag:
+        fail("--correct and --incorrect contradict each other: give one of them")
+    correct = True if correct_flag else (False if incorrect_flag else None)
     if compiled and correct is None and not error:
         fail(
             "say whether the attempt was correct: --correct or --incorrect "

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from alembic.util.exc import CommandError
 
 from memory_service.cli.common import (
     DataDirOpt,
@@ -17,7 +16,6 @@ from memory_service.cli.common import (
     run_guarded,
     settings_for,
 )
-from memory_service.core.sql.store import create_store_engine, current_revision, migrate
 
 values_app = typer.Typer(help="Lesson values (a view of the outcome log).", no_args_is_help=True)
 
@@ -40,6 +38,11 @@ def migrate_cmd(
     revision: Annotated[str, typer.Option(help="target revision")] = "head",
 ) -> None:
     """Upgrade the SQL store's schema (TUNEMEM_DATABASE_URL, or the embedded store)."""
+    # Imported here: alembic and SQLAlchemy cost every other command seconds of start-up.
+    from alembic.util.exc import CommandError
+
+    from memory_service.core.sql.store import create_store_engine, current_revision, migrate
+
     settings = settings_for(data_dir)
     if not settings.database_url:
         settings.data_dir.mkdir(parents=True, exist_ok=True)

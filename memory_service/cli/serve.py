@@ -11,6 +11,7 @@ import typer
 from memory_service.cli.common import DataDirOpt, err, fail, open_local, settings_for
 
 if TYPE_CHECKING:
+    from memory_service.core.sql.dir_lock import DataDirInUse
     from memory_service.service import MemoryService
 
 
@@ -64,15 +65,21 @@ def serve(
         )
         return
 
+    from memory_service.core.sql.dir_lock import DataDirInUse
     from memory_service.http.app import create_app
+    from memory_service.service import MemoryService
 
-    service = open_local(data_dir)
+    try:
+        service = MemoryService(settings_for(data_dir))
+    except DataDirInUse as exc:
+        fail(refusal_to_serve(exc), code=1)
     if seed or service.settings.seed_samples:
         seed_samples(service)
     # SQL is written before the index: a crash between the two is mended here, before serving.
     fixed = service.repair_index()
     if fixed["added"] or fixed["removed"]:
         err.print(f"index repaired: {fixed['added']} lessons added, {fixed['removed']} dropped")
+    warm_up(service)
     local_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     bracketed = f"[{local_host}]" if ":" in local_host else local_host
     service.store.advertise(f"http://{bracketed}:{port}")  # named to processes it refuses
@@ -80,6 +87,34 @@ def serve(
     app = create_app(service)
     freeze_startup_heap()
     uvicorn.run(app, **options)  # type: ignore[arg-type]
+
+
+def refusal_to_serve(exc: DataDirInUse) -> str:
+    """Why `serve` cannot open a store another process owns, and what to do instead: `serve`
+    has no --url, so the advice of the other commands (go through the owner) does not fit."""
+    who = f"process {exc.pid}" if exc.pid else "another process"
+    if exc.url:
+        return (
+            f"the embedded store {exc.data_dir} is in use: {who} already serves it on "
+            f"{exc.url}; use that server (its address is the one your tools and commands "
+            f"take), stop it, or serve another store with --data-dir DIR"
+        )
+    return f"{exc}; or serve another store with --data-dir DIR"
+
+
+def warm_up(service: MemoryService) -> None:
+    """One embedding and one index query before serving: the model's inference session and
+    the index's files load at their first use, which made the first retrieve of a warm
+    `make run` take 16.5 s. A warm-up that fails only says so: the first request will load
+    them instead."""
+    started = time.monotonic()
+    try:
+        vector = service.embedder.embed(["warm-up: tile sizes of a kernel on a GPU"])[0]
+        service.index.query(vector, 1, service.settings.tenant)
+    except Exception as exc:  # noqa: BLE001 - serving must not depend on the warm-up
+        err.print(f"warm-up failed ({exc}); the first request loads the model instead")
+        return
+    err.print(f"model and index loaded ({time.monotonic() - started:.1f} s)")
 
 
 def freeze_startup_heap() -> None:

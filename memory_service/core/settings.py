@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING
 
-from pydantic import Field, field_validator
+from pydantic import Field, create_model, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memory_service.core.errors import InvalidInput
+from memory_service.core.schemas.knob_fields import setting_fields
+from retrieval.knobs import KNOBS, KnobValue, ranking_settings, resolve
 from retrieval.ranking import RankingSettings
 from retrieval.toolchain import ToolchainPolicy
 
 
-class Settings(BaseSettings):
-    """Everything configurable about a tunemem service; each field maps to TUNEMEM_<NAME>."""
+class _ServiceSettings(BaseSettings):
+    """The settings other than the ranking knobs."""
 
     model_config = SettingsConfigDict(env_prefix="TUNEMEM_", extra="ignore")
 
@@ -59,48 +62,8 @@ class Settings(BaseSettings):
     llm_api_key: str | None = Field(None, description="key for the LLM endpoint")
     seed_samples: bool = Field(False, description="ingest the bundled sample data on first start")
 
-    # Ranking (DESIGN section 4); echoed in every retrieval response.
-    lam: float = Field(0.5, ge=0.0, le=1.0, description="weight of value vs similarity")
-    k: int = Field(3, ge=1, le=100, description="lessons returned per retrieval")
-    k_recall: int = Field(0, ge=0, le=1000, description="candidates recalled; 0 = automatic")
-    similarity_floor: float = Field(0.1, ge=-1.0, le=1.0, description="delta: minimum cosine")
-    exploration_c: float = Field(0.3, ge=0.0, description="UCB exploration coefficient")
-    z_clip: float = Field(3.0, gt=0.0)
-    backoff: bool = Field(True, description="shrink values down the scope chain")
-    values: Literal["chain", "generalised"] = Field(
-        "generalised",
-        description="value estimate: chain (own outcomes down the scope chain) or generalised"
-        " (also recorded reach, neighbour chips, source prior)",
-    )
-    value_floor: float = Field(
-        0.1, ge=0.0, le=2.0, description="smallest spread z(value) standardises by"
-    )
-    affinity_floor: float = Field(
-        0.1,
-        ge=0.0,
-        le=1.0,
-        description="generalised values: the least weight any other chip's evidence gets",
-    )
-    claim_power: float = Field(
-        0.0,
-        ge=0.0,
-        le=8.0,
-        description="generalised values: how sharply a recorded space whose claims failed to"
-        " reproduce in reported outcomes loses weight (trust ** power; 0 = never, the default:"
-        " 2 helped on some of the development data's noisy cells and lost one)",
-    )
-    claim_kappa: float = Field(
-        2.0,
-        gt=0.0,
-        le=100.0,
-        description="generalised values: reproductions at which a space's record weighs as"
-        " much as its prior trust",
-    )
-
     # Values (DESIGN sections 4 and 5).
     alpha: float = Field(0.3, gt=0.0, le=1.0, description="value learning rate")
-    q0: float = Field(0.0, ge=-1.0, le=1.0, description="initial value of a new lesson")
-    kappa: float = Field(2.0, ge=0.0, description="shrinkage strength (pseudo-observations)")
     reward_min_count: int = Field(5, ge=1, description="refine outcomes before normalising")
 
     # Toolchain staleness (DESIGN section 5): which components matter per backend, and to which
@@ -141,26 +104,6 @@ class Settings(BaseSettings):
         128 * 2**20, gt=0, description="largest file `tunemem ingest` reads, after decompression"
     )
 
-    def ranking(self, **overrides: object) -> RankingSettings:
-        values: dict[str, object] = {
-            "lam": self.lam,
-            "k": self.k,
-            "k_recall": self.k_recall,
-            "similarity_floor": self.similarity_floor,
-            "exploration_c": self.exploration_c,
-            "z_clip": self.z_clip,
-            "q0": self.q0,
-            "kappa": self.kappa,
-            "backoff": self.backoff,
-            "values": self.values,
-            "value_floor": self.value_floor,
-            "affinity_floor": self.affinity_floor,
-            "claim_power": self.claim_power,
-            "claim_kappa": self.claim_kappa,
-        }
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return RankingSettings(**values)  # type: ignore[arg-type]  # knobs of mixed types
-
     @field_validator("toolchain_components")
     @classmethod
     def _known_depths(cls, value: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
@@ -183,3 +126,32 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{(self.data_dir / 'tunemem.db').resolve()}"
+
+
+if TYPE_CHECKING:
+
+    class _WithKnobs(_ServiceSettings):
+        q0: float  # the one knob read outside a retrieval: where a learned value starts
+
+else:
+    # Ranking (DESIGN section 4): one field per knob of `retrieval.knobs`, echoed in every
+    # retrieval response.
+    _WithKnobs = create_model("_WithKnobs", __base__=_ServiceSettings, **setting_fields())
+
+
+class Settings(_WithKnobs):
+    """Everything configurable about a tunemem service; each field maps to TUNEMEM_<NAME>."""
+
+    def knob(self, name: str) -> KnobValue:
+        """A ranking knob's value in these settings."""
+        if name not in KNOBS:
+            raise ValueError(f"unknown ranking knob {name!r}; valid: {', '.join(KNOBS)}")
+        return getattr(self, name)  # type: ignore[no-any-return]  # a field from the table
+
+    def ranking(self, **overrides: object) -> RankingSettings:
+        """The settings of one retrieval: these knobs with `overrides` (not None) over them."""
+        base = {name: self.knob(name) for name in KNOBS}
+        try:
+            return ranking_settings(resolve(base, overrides))
+        except ValueError as exc:
+            raise InvalidInput(str(exc), code="invalid_knob") from exc

@@ -1,11 +1,13 @@
-"""The transfer audit as one self-contained HTML page: heat maps and lesson lists.
+"""The transfer audit as one self-contained HTML page: heat maps, plots and lesson lists.
 
-Two heat maps as coloured tables (rows: source, columns: target): the rank correlation of
-lesson values (diverging: red below 0, blue above) and the mean fraction of the target's
-recorded optimum that the source's configuration lessons reach (white at 0, green at 1).
-Below them, per pair: the lessons that helped on the source and hurt on the target, the
-lessons observed on both with their values, and the configurations tried on the target.
-No external scripts, styles or fonts: the file opens anywhere, offline.
+First the informative matrix: the mean fraction of the target's recorded optimum that the
+source's configuration lessons reach (white at 0, green at 1), drawn as a heat map whose
+squares are sized by the number of lessons (`transfer_plots`) and then as a table. Then the
+rank correlation of lesson values (diverging: red below 0, blue above), which stays n/a until
+lessons have outcomes on two chips. Per pair: a strip of the source's lessons at the fraction
+of the target's optimum each reaches, the lessons that helped on the source and hurt on the
+target, the lessons observed on both with their values, and the configurations tried on the
+target. No external scripts, styles or fonts: the file opens anywhere, offline.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from memory_service.core.schemas.audit import (
     TransferAuditPublic,
     TransferPairPublic,
 )
+from memory_service.http.transfer_plots import optimum_matrix_svg, optimum_strip_svg
 
 MAX_ROWS = 20
 
@@ -32,6 +35,7 @@ td.none { background: #eee; color: #888; }
 .meta { color: #555; } .legend span { display: inline-block; padding: .1em .6em; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 code { font-size: .85em; }
+svg.plot { display: block; margin: .5em 0; } svg.plot text { fill: #333; }
 """
 
 
@@ -179,6 +183,7 @@ def _pair_section(audit: TransferAuditPublic, pair: TransferPairPublic) -> str:
     if pair.common:
         parts.append("<details><summary>all lessons observed on both</summary>")
         parts.append(_lesson_rows(audit, pair.common) + "</details>")
+    parts.append(optimum_strip_svg(pair, fraction_colour))
     parts.append(_optimum_rows(audit, pair))
     parts.append("</section>")
     return "".join(parts)
@@ -276,10 +281,13 @@ def render_report(audit: TransferAuditPublic, title: str = "tunemem transfer aud
         "outcome(s).</p>"
         + _legend()
         + "".join(f'<p class="advice">{code_spans(line)}</p>' for line in fill_advice(audit))
+        + "<h2>Fraction of the target's optimum reached by the source's configurations</h2>"
+        + '<p class="meta">Colour: the mean fraction of the target\'s recorded optimum that the '
+        "source's configuration lessons reach there; square area: how many lessons.</p>"
+        + optimum_matrix_svg(audit, fraction_colour)
+        + _heat_map(audit, "optimum", "mean optimum fraction of the source's configuration lessons")
         + "<h2>Rank correlation of lesson values</h2>"
         + _heat_map(audit, "spearman", "Spearman rank correlation, source (row) vs target")
-        + "<h2>Fraction of the target's optimum reached by the source's configurations</h2>"
-        + _heat_map(audit, "optimum", "mean optimum fraction of the source's configuration lessons")
         + "<h2>Pairs</h2>"
         + (sections or "<p>No pair has lessons observed on both sides or recorded spaces.</p>")
         + _claim_rows(audit)

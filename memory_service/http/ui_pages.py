@@ -230,8 +230,26 @@ def history_chart(outcomes: Sequence[OutcomePublic], alpha: float, q0: float) ->
     )
 
 
+def _which_value(alpha: float, values_mode: str) -> str:
+    """What the table's Q are, and which value the other doors show (issue 31: the page, the
+    agent and `lessons top` seemed to disagree; they show terms and their one estimate)."""
+    return (
+        f'<p class="meta" id="which-value">Q is the running reward in one scope: each outcome '
+        f"moves it by α = {alpha:g} toward its reward. These are the terms of the one value the "
+        f"memory ranks by: retrieve (and so the agent's output) and <code>lessons top</code> "
+        f"show, in a chip's context, the {escape(values_mode)} estimate built from them, with "
+        "the scope it rests on and its 95 % interval within the reward range [-1, 1] "
+        "(<code>.venv/bin/tunemem lessons top --chip CHIP</code>; a retrieve's "
+        "<code>breakdown.value_terms</code>).</p>"
+    )
+
+
 def lesson_page(
-    lesson: LessonDetail, outcomes: Sequence[OutcomePublic], alpha: float, q0: float
+    lesson: LessonDetail,
+    outcomes: Sequence[OutcomePublic],
+    alpha: float,
+    q0: float,
+    values_mode: str = "chain",
 ) -> str:
     """One lesson: its text and applicability, its values per stage and scope, its history."""
     a = lesson.applicability
@@ -260,7 +278,7 @@ def lesson_page(
         )
         values = (
             '<table id="values"><tr><th>stage</th><th>scope</th><th>n</th><th>Q (running '
-            f"reward)</th></tr>{rows}</table>"
+            f"reward)</th></tr>{rows}</table>" + _which_value(alpha, values_mode)
         )
     else:
         values = '<p class="empty">No values yet: no outcome has credited this lesson.</p>'

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_client.tuners.kernel_tuner import MemoryStrategy
+from agent_client.tuners.kernel_tuner import MemoryStrategy, device_name
 from ingest.readers import read_any
 from ingest.samples import SAMPLES_DIR, TARGETS_DIR
 
@@ -173,3 +173,49 @@ def test_a_run_whose_backend_cannot_be_told_is_not_uploaded_and_says_why(
     assert len(results) == 4  # the tuning itself is untouched
     assert service.counts()["trajectories"] == 0
     assert any("not uploaded" in w and "lang=" in w for w in warnings)
+
+
+def test_device_name_reads_the_runner_or_warns_once() -> None:
+    """Kernel Tuner 1.3's simulation runner has no `get_device_info`: the strategy crashed the
+    user's run with an AttributeError there (issue 31); now it warns and goes on."""
+
+    class Named:
+        name = "NVIDIA A100-PCIE-40GB"
+
+    class Current:  # Kernel Tuner 1.4 and later
+        def get_device_info(self) -> Named:
+            return Named()
+
+    class Older:  # a device, but no get_device_info
+        dev = Named()
+
+    warnings: list[str] = []
+    assert device_name(Current(), warnings.append) == "NVIDIA A100-PCIE-40GB"
+    assert device_name(Older(), warnings.append) == "NVIDIA A100-PCIE-40GB"
+    assert warnings == []
+    assert device_name(object(), warnings.append) is None
+    (warning,) = warnings
+    assert "chip=" in warning
+
+
+def test_a_space_too_large_to_send_still_uses_the_memory(live, w6600_cache, monkeypatch):
+    """More valid configurations than the service takes (50,000) used to lose the memory
+    silently (413, then the own search): now the space goes without its valid list, one
+    warning says why, and the memory's suggestions within the restrictions are evaluated."""
+    from agent_client.tuners import kernel_tuner as strategy_module
+
+    url, _ = live([SAMPLES_DIR / "kerneltuner" / "convolution" / "A100.json.gz"])
+    path, doc = w6600_cache
+    monkeypatch.setattr(strategy_module, "VALID_SENT_MAX", 10)  # the W6600 space: over 10
+    warnings: list[str] = []
+    strategy = MemoryStrategy(url=url, k=4, chip="W6600", warn=warnings.append)
+    results, _ = kernel_tuner.tune_cache(
+        str(path), strategy=strategy, strategy_options={"max_fevals": 8}, quiet=True
+    )
+    keys = doc["tune_params_keys"]
+    tried = {tuple(r[k] for k in keys) for r in results}
+    assert len(results) == 8 and tried <= set(measured(doc))
+    (warning,) = warnings
+    assert "more than the memory takes in one request (10)" in warning
+    run = strategy.last_run
+    assert run is not None and run.sources[0] == "exemplar" and run.reported >= 1

@@ -21,7 +21,7 @@ from kernels.runners.base import EvalResult
 from kernels.runners.replay import ReplayRunner
 
 pytest.importorskip("memory_service.http.app")
-from bench.learning.run import LiveService  # noqa: E402
+from bench.common.memory_server import LiveService  # noqa: E402
 
 
 @pytest.fixture

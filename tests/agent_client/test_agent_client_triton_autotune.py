@@ -27,7 +27,7 @@ from agent_client.tuners.triton_autotune import (  # noqa: E402
     hook,
     interpreter_bench,
 )
-from bench.learning.run import LiveService  # noqa: E402
+from bench.common.memory_server import LiveService  # noqa: E402
 
 BLOCKS = (16, 32, 64)
 WARPS = (1, 2)

@@ -12,7 +12,7 @@ import pytest
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from bench.learning.run import LiveService  # noqa: E402
+from bench.common.memory_server import LiveService  # noqa: E402
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "triton.md"
 pytestmark = pytest.mark.skipif(
@@ -26,13 +26,13 @@ def python_blocks() -> list[str]:
 
 def run_block(code: str, url: str, path: Path) -> dict:
     """Run a block as a file of its own (Triton's interpreter reads a kernel's source back)."""
-    path.write_text(code.replace("http://127.0.0.1:8600", url))
+    path.write_text(code.replace("http://127.0.0.1:8000", url))
     return runpy.run_path(str(path), run_name="docs_example")
 
 
 def test_the_page_example_runs_against_a_live_memory(tmp_path, capsys):
     example = python_blocks()[0]
-    assert 'memory_url="http://127.0.0.1:8600"' in example
+    assert 'memory_url="http://127.0.0.1:8000"' in example
     live = LiveService({"index": "memory", "embedder": "hashing", "dedup_threshold": 1.0})
     try:
         namespace = run_block(example, live.url, tmp_path / "example.py")

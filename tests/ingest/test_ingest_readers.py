@@ -251,9 +251,10 @@ def test_kerneltuner_cache_with_nothing_usable_names_the_file(tmp_path: Path) ->
     )
     records = list(read_any([path]))
     assert not [r for r in records if isinstance(r, TrajectoryRecord)]
-    file_reject = next(r for r in records if r.position == "file")
-    assert file_reject.path == str(path)
-    assert "no usable configuration (of 1 entries)" in file_reject.reason
+    (file_reject,) = records  # one line for the file, no reject per entry
+    assert file_reject.position == "file" and file_reject.path == str(path)
+    assert "no usable configuration" in file_reject.reason
+    assert "none of its 1 entries" in file_reject.reason
 
 
 @pytest.mark.parametrize("folder", ["gemm_clblast", "pnpoly", "convolution_v1"])

@@ -98,8 +98,9 @@ def test_unknown_slug_is_stable() -> None:
 
 
 def test_unknown_name_without_vendor_needs_backend() -> None:
-    with pytest.raises(UnknownChipError, match="backend="):
+    with pytest.raises(UnknownChipError, match="--backend") as refused:
         resolve("Frobnicator 3")
+    assert "did you mean" not in str(refused.value)  # nothing near: no guess
     assert issubclass(UnknownChipError, ValueError)
     chip = resolve("Frobnicator 3", backend="cpu")
     assert (chip.known, chip.backend) == (False, "cpu")
@@ -117,3 +118,15 @@ def test_family_and_backend_helpers() -> None:
     assert family_of("NVIDIA H200") == "nvidia-hopper"
     assert backend_of("MI250X") == "hip"
     assert family_of(resolve("AMD Instinct MI999")) is None
+
+
+@pytest.mark.parametrize(("typo", "meant"), [("H2000", "h200"), ("h20O", "h20")])
+def test_a_typo_without_a_vendor_is_refused_with_the_names_it_may_mean(typo, meant) -> None:
+    """A typo that names a vendor is served with "did you mean" in its warning; one that names
+    none was refused without it, advising `backend=` where the CLI flag is --backend (issue
+    31): the refusal now names the near chips and the backend as each door takes it."""
+    with pytest.raises(UnknownChipError) as refused:
+        resolve(typo)
+    text = str(refused.value)
+    assert "did you mean" in text and meant in text.split("did you mean", 1)[1]
+    assert "--backend" in text and "backend=" not in text

@@ -143,3 +143,21 @@ def test_affinity_floor_gives_every_other_chip_a_least_weight() -> None:
     assert out == pytest.approx({"t": 1.0, "x": 0.1, "w": 0.1})
     high = affinities("t", ["w"], {}, floored, descriptor=lambda a, b: 0.4)
     assert high == pytest.approx({"w": 0.4})  # above the floor: unchanged
+
+
+def test_the_interval_stays_within_the_reward_range() -> None:
+    """One outcome of +1 (or -1) on the target: its 95 % interval reached 1.18 (-1.18), past
+    the reward range [-1, 1]; it is clipped there (issue 31), as the chain estimate's is."""
+    for reward in (1.0, -1.0):
+        est = generalised_estimate(
+            target="t",
+            own=ScopeStats(1, reward, 1.0),
+            neighbours={},
+            recorded={},
+            affinity={},
+            prior=None,
+            settings=SETTINGS,
+        )
+        assert est.value == pytest.approx(reward / 3)  # shrunk toward the global term's 0
+        assert -1.0 <= est.ci_low <= est.value <= est.ci_high <= 1.0
+        assert (est.ci_high if reward > 0 else -est.ci_low) == 1.0

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 import platforms
@@ -31,14 +29,14 @@ from memory_service.core.schemas.audit import (
     TransferPairPublic,
 )
 from memory_service.core.sql.store import Store
-from memory_service.core.sql.tables import Attempt, Lesson, LessonValue, Trajectory
+from memory_service.core.sql.tables import Lesson, LessonValue, Trajectory
 from memory_service.core.values.generalised_inputs import Evidence
+from memory_service.core.values.recorded_spaces import load_spaces
 from memory_service.core.values.toolchain_evidence import scope_values_under
+from retrieval.recorded import RecordedSpace
 from retrieval.toolchain import ToolchainPolicy
 from retrieval.transfer import (
     ScopeValue,
-    SearchSpace,
-    config_key,
     optimum_fraction,
     transfer_matrix,
 )
@@ -114,60 +112,18 @@ def scope_values(
     return dict(values), lessons
 
 
-@dataclass
-class _RecordedSpace:
-    trajectory_id: str
-    chip: str
-    backend: str
-    op: str
-    keys: frozenset[str]
-    space: SearchSpace
-
-
-def _recorded_spaces(session: Session, op: str | None, tenant: str) -> list[_RecordedSpace]:
-    """Every stored trajectory with at least one feasible timed attempt, as a search space."""
+def _recorded_spaces(
+    session: Session, op: str | None, tenant: str
+) -> tuple[list[RecordedSpace], dict[str, str]]:
+    """Every stored trajectory with at least one feasible timed attempt, as a search space
+    (`values.recorded_spaces`), and each one's backend."""
     conditions = [Trajectory.tenant == tenant]
     if op:
         conditions.append(Trajectory.op == op.lower())
-    trajectories = {t.id: t for t in session.exec(select(Trajectory).where(*conditions))}
-    if not trajectories:
-        return []
-    latency: dict[str, dict[str, float | None]] = defaultdict(dict)
-    keys: dict[str, frozenset[str]] = {}
-    # Only the columns needed: a recorded space can hold thousands of attempts.
-    attempts = session.execute(
-        sa_select(
-            col(Attempt.trajectory_id),
-            col(Attempt.params),
-            col(Attempt.compiled),
-            col(Attempt.correct),
-            col(Attempt.error_category),
-            col(Attempt.latency_ms),
-        ).where(col(Attempt.trajectory_id).in_(list(trajectories)))
-    )
-    for trajectory_id, params, compiled, correct, error_category, latency_ms in attempts:
-        if not params:
-            continue
-        feasible = compiled and correct is not False and error_category is None
-        timed = latency_ms if feasible and latency_ms is not None and latency_ms > 0 else None
-        key = config_key(params)
-        space = latency[trajectory_id]
-        # A configuration recorded twice keeps its fastest feasible measurement.
-        previous = space.get(key)
-        space[key] = timed if previous is None else min(previous, timed or previous)
-        keys.setdefault(trajectory_id, frozenset(params))
-    spaces = []
-    for trajectory_id, table in latency.items():
-        recorded = SearchSpace(latency=table)
-        if recorded.optimum_ms is None:
-            continue
-        row = trajectories[trajectory_id]
-        spaces.append(
-            _RecordedSpace(
-                trajectory_id, row.chip, row.backend, row.op, keys[trajectory_id], recorded
-            )
-        )
-    return spaces
+    rows = list(session.exec(select(Trajectory).where(*conditions)))
+    loaded = load_spaces(session, [(t.id, t.chip, t.op, t.task) for t in rows])
+    spaces = [space for space in loaded.values() if space is not None]
+    return spaces, {t.id: t.backend for t in rows}
 
 
 def _config_lessons(session: Session, op: str | None, tenant: str) -> list[Lesson]:
@@ -192,7 +148,7 @@ def optimum_matrix(
     and the same parameter names; across chips of one backend (level backend), spaces of the
     lesson's own chip are left out, since that is no transfer.
     """
-    spaces = _recorded_spaces(session, op, tenant)
+    spaces, backend = _recorded_spaces(session, op, tenant)
     by_id = {s.trajectory_id: s for s in spaces}
     lessons = _config_lessons(session, op, tenant)
     reaches: dict[tuple[str, str], list[OptimumReachPublic]] = defaultdict(list)
@@ -202,9 +158,9 @@ def optimum_matrix(
         if origin is None:
             continue
         config = lesson.hint["config"]  # type: ignore[index]
-        source = origin.chip if level == "chip" else origin.backend
+        source = origin.chip if level == "chip" else backend[origin.trajectory_id]
         for target_space in spaces:
-            target = target_space.chip if level == "chip" else target_space.backend
+            target = target_space.chip if level == "chip" else backend[target_space.trajectory_id]
             if target_space.chip == origin.chip:
                 continue
             if target_space.op != origin.op or target_space.keys != frozenset(config):
@@ -231,7 +187,7 @@ def optimum_matrix(
             best_fraction=max(r.fraction for r in items),
             reaches=items,
         )
-    seen = {s.chip if level == "chip" else s.backend for s in spaces}
+    seen = {s.chip if level == "chip" else backend[s.trajectory_id] for s in spaces}
     return matrix, used, seen
 
 

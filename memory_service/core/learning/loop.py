@@ -42,6 +42,7 @@ from memory_service.core.values.generalised_inputs import Evidence
 from memory_service.core.values.toolchain_evidence import QueryToolchains
 from memory_service.core.vectors.base import VectorIndex
 from retrieval.gating import Query, gate
+from retrieval.knobs import echo
 from retrieval.query import query_text
 from retrieval.ranking import Candidate, rank, recall_size
 
@@ -146,7 +147,7 @@ class LearningLoop:
             }
             lessons = [self._retrieved(rows[r.lesson_id], r, backend, chip) for r in ranked]
             lessons = toolchains.annotate(lessons) if toolchains else lessons
-            settings_echo = {**ranking.__dict__, "k_recall_used": n_recall, "pool": len(admitted)}
+            settings_echo = {**echo(ranking), "k_recall_used": n_recall, "pool": len(admitted)}
         retrieval_id = str(uuid.uuid4())
         row = {
             "id": retrieval_id,

@@ -30,8 +30,8 @@ from memory_service.core.sql.store import Store
 from memory_service.core.sql.tables import Outcome, Retrieval, utcnow
 from memory_service.core.values.estimates import ranking_of, value_estimates
 from memory_service.core.values.generalised_inputs import Evidence
-from memory_service.core.values.lesson_values import apply_reward, compute_reward
-from memory_service.core.values.toolchain_evidence import QueryToolchains, record_evidence
+from memory_service.core.values.projections import OutcomeFacts, projections
+from memory_service.core.values.toolchain_evidence import QueryToolchains
 from retrieval.ranking import RankingSettings
 
 
@@ -114,31 +114,22 @@ def record_outcome(
         outcome = request.outcome
         key = task_key(TaskIn(**retrieval.task))
         now = utcnow()
-        reward = compute_reward(
-            session,
+        facts = OutcomeFacts(
             tenant,
             retrieval.stage,
             key,
+            retrieval.scope_chain,
+            used,
             outcome.compiled,
             outcome.correct,
             outcome.error,
             outcome.latency_ms,
             outcome.best_before_ms,
-            settings.reward_min_count,
-        )
-        apply_reward(
-            session,
-            used,
-            retrieval.stage,
-            retrieval.scope_chain,
-            reward,
-            settings.alpha,
-            settings.q0,
             now,
         )
-        record_evidence(
-            session, used, retrieval.stage, retrieval.scope_chain, retrieval.context, now
-        )
+        for projection in projections(settings.alpha, settings.q0, settings.reward_min_count):
+            projection.apply(session, facts, retrieval.context)
+        reward = facts.reward
         row = Outcome(
             tenant=tenant,
             retrieval_id=retrieval.id,

@@ -21,8 +21,7 @@ from memory_service.core.sql.tables import (
     Retrieval,
     Trajectory,
 )
-from memory_service.core.values.lesson_values import rebuild_values
-from memory_service.core.values.toolchain_evidence import rebuild_evidence
+from memory_service.core.values.projections import projections, replay
 from memory_service.core.vectors.base import VectorIndex
 
 ProgressFn = Callable[[int, int], None]
@@ -47,15 +46,9 @@ class Maintenance:
 
     def rebuild_in(self, session: Session, tenant: str | None) -> int:
         """`rebuild_values` inside the caller's transaction (an import's), not committed."""
-        count = rebuild_values(
-            session,
-            self.settings.alpha,
-            self.settings.q0,
-            self.settings.reward_min_count,
-            tenant,
-        )
-        rebuild_evidence(session, tenant)
-        return count
+        settings = self.settings
+        projected = projections(settings.alpha, settings.q0, settings.reward_min_count)
+        return replay(session, projected, tenant)
 
     def value_table(self) -> list[tuple[str, str, str, int, float, float]]:
         with self.store.session() as session:

@@ -4,16 +4,16 @@ their breakdown) and a lesson's outcome history. Bounded at the door as `schemas
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from memory_service.core.schemas.inbound import Inbound
+from memory_service.core.schemas.knob_fields import option_fields, request_field
 from memory_service.core.schemas.lessons import (
     Applicability,
     FreeJSON,
     LessonKind,
-    Number,
     Stage,
     ValuePublic,
 )
@@ -53,37 +53,20 @@ class ContextIn(Inbound):
         return {k.strip().lower(): v.strip() for k, v in value.items() if k.strip()}
 
 
-class RetrieveOptions(Inbound):
-    """Per-request overrides of the ranking settings."""
+if TYPE_CHECKING:
+    _Options = Inbound
+else:
+    _Options = create_model("_Options", __base__=Inbound, **option_fields())
+
+
+class RetrieveOptions(_Options):
+    """Per-request overrides of the ranking knobs: one optional field per knob of
+    `retrieval.knobs` that a request may set (None: the service's setting)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    lam: Number | None = Field(None, ge=0.0, le=1.0)
-    backoff: bool | None = None
-    k_recall: int | None = Field(None, ge=1, le=1000, strict=True)
-    exploration_c: Number | None = Field(None, ge=0.0, le=10.0)
-    similarity_floor: Number | None = Field(None, ge=-1.0, le=1.0)
-    kappa: Number | None = Field(
-        None,
-        ge=0.0,
-        le=1000.0,
-        description="shrinkage strength down the scope chain (pseudo-observations)",
-    )
-    values: Literal["chain", "generalised"] | None = Field(
-        None, description="value estimate: chain or generalised (see the settings)"
-    )
-    value_floor: Number | None = Field(
-        None, ge=0.0, le=2.0, description="smallest spread z(value) standardises by"
-    )
-    affinity_floor: Number | None = Field(
-        None,
-        ge=0.0,
-        le=1.0,
-        description="generalised values: the least weight any other chip's evidence gets",
-    )
-    claim_power: Number | None = Field(
-        None, ge=0.0, le=8.0, description="how sharply contradicted recorded claims lose weight"
-    )
+
+_K, _K_FIELD = request_field("k")  # a request sets k at its own level
 
 
 class RetrieveRequest(Inbound):
@@ -93,7 +76,7 @@ class RetrieveRequest(Inbound):
     task: TaskIn = Field(default_factory=TaskIn)
     context: ContextIn = Field(default_factory=ContextIn)
     stage: Stage
-    k: int | None = Field(None, ge=1, le=100, strict=True)
+    k: _K = _K_FIELD  # type: ignore[valid-type]  # from the knob table: int | None
     options: RetrieveOptions = Field(default_factory=RetrieveOptions)
 
 

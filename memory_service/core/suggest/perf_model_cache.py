@@ -25,6 +25,7 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import col, select
 
+from ingest.records import is_feasible
 from memory_service.core.sql.store import Store
 from memory_service.core.sql.tables import Attempt, Trajectory
 from retrieval.perf_model import ChipSpace, FamilyModel, build_family_model
@@ -55,7 +56,7 @@ def problem_key(signature: dict[str, Any] | None) -> str:
 
 
 def _latency(attempt: Attempt) -> float | None:
-    ok = attempt.compiled and attempt.correct is not False and attempt.error_category is None
+    ok = is_feasible(attempt.compiled, attempt.correct, attempt.error_category)
     return attempt.latency_ms if ok and attempt.latency_ms and attempt.latency_ms > 0 else None
 
 

@@ -4,8 +4,6 @@ context, named the same way."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from sqlmodel import Session
 
 from memory_service.core.settings import Settings
@@ -13,7 +11,7 @@ from memory_service.core.sql.tables import Retrieval
 from memory_service.core.values.generalised_inputs import Evidence
 from memory_service.core.values.lesson_values import value_stats
 from memory_service.core.values.toolchain_evidence import QueryToolchains
-from retrieval.generalised import GeneralisedSettings
+from retrieval.knobs import KNOBS
 from retrieval.ranking import RankingSettings
 from retrieval.values import ValueEstimate, value_estimate
 
@@ -46,25 +44,29 @@ def value_estimates(
 ) -> dict[str, ValueEstimate]:
     """The estimate that ranks each lesson in this context.
 
-    Generalised values need a known chip; with a toolchain named, the chain estimate with its
-    staleness discounts is used (generalised terms are not discounted yet).
+    Generalised values need a known chip; with a toolchain named, outcomes under superseded
+    versions count less in whichever estimate ranks (the generalised one's own and neighbour
+    outcomes, the chain's scopes), and the undiscounted value goes with the breakdown.
     """
+    if ranking.values == "generalised" and chip:
+        weights = toolchains.chip_weights(session) if toolchains else None
+        found = evidence.estimates(
+            session, tenant, lesson_ids, stage, chip, ranking.generalised, weights
+        )
+        if toolchains:
+            plain = found
+            if weights and any(weights.values()):
+                plain = evidence.estimates(
+                    session, tenant, lesson_ids, stage, chip, ranking.generalised
+                )
+            toolchains.undiscounted.update({lid: e.value for lid, e in plain.items()})
+        return found
     if toolchains:
         return toolchains.estimates(ranking)
-    if ranking.values == "generalised" and chip:
-        settings = GeneralisedSettings(
-            q0=ranking.q0,
-            kappa=ranking.kappa,
-            affinity_floor=ranking.affinity_floor,
-            claim_power=ranking.claim_power,
-            claim_kappa=ranking.claim_kappa,
-        )
-        return evidence.estimates(session, tenant, lesson_ids, stage, chip, settings)
     return chain_estimates(session, lesson_ids, stage, chain, ranking)
 
 
 def ranking_of(settings: Settings, retrieval: Retrieval) -> RankingSettings:
     """The ranking settings a retrieval was made with (as its response echoed them)."""
-    known = {f.name for f in dataclasses.fields(RankingSettings)}
     echoed = retrieval.settings or {}
-    return settings.ranking(**{k: v for k, v in echoed.items() if k in known})
+    return settings.ranking(**{k: v for k, v in echoed.items() if k in KNOBS})

@@ -11,26 +11,24 @@ computed by `retrieval.generalised`; this module only gathers their inputs.
 
 from __future__ import annotations
 
-import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlalchemy import func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col
 
+from ingest.records import is_feasible
 from memory_service.core.schemas.values import ClaimsPublic
 from memory_service.core.sql.tables import (
-    Attempt,
     Lesson,
     LessonValue,
     Outcome,
     Retrieval,
     Trajectory,
 )
-from memory_service.core.values.lesson_values import is_feasible
+from memory_service.core.values.recorded_spaces import load_spaces, problem_text
 from retrieval.generalised import (
     GeneralisedSettings,
     affinities,
@@ -56,7 +54,6 @@ from retrieval.reproduction import (
     claim_checks,
     space_trust,
 )
-from retrieval.transfer import SearchSpace, config_key
 from retrieval.values import ScopeStats, ValueEstimate
 
 CHIP_PREFIX = "chip:"
@@ -84,43 +81,6 @@ class _Remeasured:
     signature: tuple[object, ...] = ()
 
 
-def problem_text(signature: Any) -> str | None:
-    """A task signature's problem size as canonical JSON text (None when it names none)."""
-    problem = signature.get("problem_size") if isinstance(signature, dict) else None
-    return None if problem is None else json.dumps(problem, sort_keys=True)
-
-
-def _load_space(
-    session: Session, trajectory_id: str, chip: str, op: str, task: dict[str, Any] | None = None
-) -> RecordedSpace | None:
-    """A stored trajectory as a search space (None when it has no feasible timed attempt)."""
-    latency: dict[str, float | None] = {}
-    keys: frozenset[str] | None = None
-    for params, compiled, correct, error_category, latency_ms in session.execute(
-        sa_select(
-            col(Attempt.params),
-            col(Attempt.compiled),
-            col(Attempt.correct),
-            col(Attempt.error_category),
-            col(Attempt.latency_ms),
-        ).where(col(Attempt.trajectory_id) == trajectory_id)
-    ):
-        if not params:
-            continue
-        feasible = compiled and correct is not False and error_category is None
-        timed = latency_ms if feasible and latency_ms is not None and latency_ms > 0 else None
-        key = config_key(params)
-        previous = latency.get(key)
-        # A configuration recorded twice keeps its fastest feasible measurement.
-        latency[key] = timed if previous is None else min(previous, timed or previous)
-        keys = keys or frozenset(params)
-    space = SearchSpace(latency=latency)
-    if keys is None or space.optimum_ms is None:
-        return None
-    problem = problem_text((task or {}).get("signature"))
-    return RecordedSpace(trajectory_id, chip, op, keys, space, problem)
-
-
 class Evidence:
     """Per-process caches of the recorded spaces and the reaches of configuration lessons."""
 
@@ -142,17 +102,17 @@ class Evidence:
         with self._lock:
             unknown = [tid for tid in ids if tid not in self._spaces]
         for start in range(0, len(unknown), 500):
-            for trajectory_id, chip, op, task in session.execute(
+            heads = session.execute(
                 sa_select(
                     col(Trajectory.id),
                     col(Trajectory.chip),
                     col(Trajectory.op),
                     col(Trajectory.task),
                 ).where(col(Trajectory.id).in_(unknown[start : start + 500]))
-            ):
-                loaded = _load_space(session, trajectory_id, chip, op, task)
-                with self._lock:
-                    self._spaces[trajectory_id] = loaded
+            ).all()
+            loaded = load_spaces(session, [tuple(head) for head in heads])  # type: ignore[misc]
+            with self._lock:
+                self._spaces.update(loaded)
         with self._lock:
             found = [self._spaces.get(tid) for tid in ids]
         return [space for space in found if space is not None]
@@ -317,8 +277,10 @@ class Evidence:
         stage: str,
         target: str,
         settings: GeneralisedSettings,
+        outcome_weights: Mapping[str, Mapping[str, float]] | None = None,
     ) -> dict[str, ValueEstimate]:
-        """Generalised value estimates of the candidates on the target chip."""
+        """Generalised value estimates of the candidates on the target chip; `outcome_weights`:
+        per lesson, chip -> the weight of one outcome there (a toolchain's discounts)."""
         evidence = self.reaches(session, tenant)
         stats: dict[str, dict[str, ScopeStats]] = {lid: {} for lid in lesson_ids}
         if lesson_ids:
@@ -379,6 +341,7 @@ class Evidence:
                 if trust
                 else evidence.effects.get(lid),
                 trust=_chip_trust(evidence, lid, trust) if trust else None,
+                evidence_weight=(outcome_weights or {}).get(lid),
             )
         return out
 

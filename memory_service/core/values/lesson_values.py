@@ -1,7 +1,6 @@
-"""Applying outcomes to lesson values, shared by the live report path and `values rebuild`.
-
-Both paths call `apply_outcome` in outcome-log order, so a rebuild reproduces the
-LessonValue and TaskRewardStat tables exactly.
+"""Outcomes applied to lesson values (LessonValue) and the per-task reward statistics
+(TaskRewardStat); the projections that the report path and `values rebuild` both iterate
+(`values.projections`) call these, and `value_stats` reads the values back.
 """
 
 from __future__ import annotations
@@ -10,16 +9,12 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from sqlalchemy import select as sa_select
-from sqlmodel import Session, col, delete, select
+from sqlmodel import Session, col, select
 
+from ingest.records import is_feasible
 from memory_service.core.sql.tables import Lesson, LessonValue, Outcome, TaskRewardStat
 from retrieval.rewards import RewardStats, stage_reward
 from retrieval.values import ScopeStats, update_stats
-
-
-def is_feasible(compiled: bool, correct: bool | None, error: str | None) -> bool:
-    """Feasible = compiled and verified correct (an unverified attempt is not feasible)."""
-    return bool(compiled) and correct is True
 
 
 def compute_reward(
@@ -111,55 +106,6 @@ class OwnLessons:
             for lid in missing:
                 self.owner.setdefault(lid, None)
         return [lid for lid in outcome.lessons if self.owner[lid] == outcome.tenant]
-
-
-def rebuild_values(
-    session: Session, alpha: float, q0: float, min_count: int, tenant: str | None = None
-) -> int:
-    """Recompute LessonValue and TaskRewardStat from the outcome log; returns outcomes replayed.
-
-    Rewards are recomputed from the raw outcome fields, so a changed reward definition is
-    picked up; with the same definition the tables come out identical. With `tenant`, only
-    that tenant's rows are rebuilt (its outcomes credit only its own lessons).
-    """
-    outcomes = select(Outcome).order_by(col(Outcome.id))
-    if tenant is None:
-        session.exec(delete(LessonValue))  # type: ignore[call-overload]
-        session.exec(delete(TaskRewardStat))  # type: ignore[call-overload]
-    else:
-        own = select(Lesson.id).where(Lesson.tenant == tenant)
-        session.exec(delete(LessonValue).where(col(LessonValue.lesson_id).in_(own)))  # type: ignore[call-overload]
-        session.exec(delete(TaskRewardStat).where(col(TaskRewardStat.tenant) == tenant))  # type: ignore[call-overload]
-        outcomes = outcomes.where(Outcome.tenant == tenant)
-    session.flush()
-    count = 0
-    owned = OwnLessons(session)
-    for outcome in session.exec(outcomes).all():
-        reward = compute_reward(
-            session,
-            outcome.tenant,
-            outcome.stage,
-            outcome.task_key,
-            outcome.compiled,
-            outcome.correct,
-            outcome.error,
-            outcome.latency_ms,
-            outcome.best_before_ms,
-            min_count,
-        )
-        apply_reward(
-            session,
-            owned.of(outcome),
-            outcome.stage,
-            outcome.scope_chain,
-            reward,
-            alpha,
-            q0,
-            outcome.created_at,
-        )
-        session.flush()
-        count += 1
-    return count
 
 
 def value_stats(

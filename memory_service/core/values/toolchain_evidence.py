@@ -2,7 +2,8 @@
 
 Each outcome is gathered under the toolchain its retrieval's context named; `LessonEvidence`
 counts outcomes per (lesson, stage, scope, toolchain), written with every report and rebuilt
-from the outcome log by `values rebuild`. A lesson's source run dates it too: its provenance
+from the outcome log by `values rebuild` (the `ToolchainEvidence` projection,
+`values.projections`). A lesson's source run dates it too: its provenance
 holds the toolchain of the trajectory it was distilled from (older stores: looked up there).
 The arithmetic (status, discount, staleness) lives in `retrieval.toolchain`.
 """
@@ -15,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlmodel import Session, col, delete, select
+from sqlmodel import Session, col, select
 
 from memory_service.core.schemas.learning import RetrievedLesson, RetrieveRequest
 from memory_service.core.schemas.transfer import (
@@ -31,7 +32,6 @@ from memory_service.core.sql.tables import (
     Retrieval,
     Trajectory,
 )
-from memory_service.core.values.lesson_values import OwnLessons
 from retrieval.ranking import RankingSettings
 from retrieval.toolchain import (
     Staleness,
@@ -45,6 +45,7 @@ from retrieval.transfer import ScopeValue
 from retrieval.values import ScopeStats, ValueEstimate, update_stats, value_estimate
 
 GLOBAL = "global"
+CHIP_PREFIX = "chip:"
 
 
 def toolchain_key(versions: Mapping[str, Any]) -> str:
@@ -94,33 +95,6 @@ def retrieval_contexts(session: Session, retrieval_ids: Iterable[str]) -> dict[s
         ):
             found[rid] = context
     return found
-
-
-def rebuild_evidence(session: Session, tenant: str | None = None) -> int:
-    """Recompute LessonEvidence (of one tenant's lessons, or all) from the outcome log;
-    returns the outcomes replayed."""
-    outcomes_query = select(Outcome).order_by(col(Outcome.id))
-    if tenant is None:
-        session.exec(delete(LessonEvidence))  # type: ignore[call-overload]
-    else:
-        own = select(Lesson.id).where(Lesson.tenant == tenant)
-        session.exec(delete(LessonEvidence).where(col(LessonEvidence.lesson_id).in_(own)))  # type: ignore[call-overload]
-        outcomes_query = outcomes_query.where(Outcome.tenant == tenant)
-    session.flush()
-    outcomes = session.exec(outcomes_query).all()
-    contexts = retrieval_contexts(session, (o.retrieval_id for o in outcomes))
-    owned = OwnLessons(session)
-    for outcome in outcomes:
-        record_evidence(
-            session,
-            owned.of(outcome),
-            outcome.stage,
-            outcome.scope_chain,
-            contexts.get(outcome.retrieval_id),
-            outcome.created_at,
-        )
-        session.flush()
-    return len(outcomes)
 
 
 def source_toolchains(session: Session, lessons: Iterable[Lesson]) -> dict[str, dict[str, str]]:
@@ -189,7 +163,7 @@ class QueryToolchains:
         backend: str | None,
         policy: ToolchainPolicy,
     ):
-        self.lesson_ids, self.chain = lesson_ids, chain
+        self.lesson_ids, self.chain, self.stage = lesson_ids, chain, stage
         self.current, self.backend, self.policy = dict(current), backend, policy
         self.rows: dict[str, dict[str, list[LessonEvidence]]] = defaultdict(
             lambda: defaultdict(list)
@@ -242,6 +216,38 @@ class QueryToolchains:
             for scope, stats in self.stats[lesson_id].items()
         }
         return scope_weights(by_scope, self.current, self.backend, self.policy)
+
+    def chip_weights(self, session: Session) -> dict[str, dict[str, float]]:
+        """Per lesson, chip -> the weight of one of its outcomes on that chip (the generalised
+        value's own and neighbour terms; chips whose outcomes are all current are left out)."""
+        rows: dict[str, dict[str, list[LessonEvidence]]] = defaultdict(lambda: defaultdict(list))
+        counts: dict[str, dict[str, int]] = defaultdict(dict)
+        if not self.lesson_ids:
+            return {}
+        for row in session.exec(
+            select(LessonEvidence).where(
+                col(LessonEvidence.lesson_id).in_(self.lesson_ids),
+                LessonEvidence.stage == self.stage,
+                col(LessonEvidence.scope).startswith(CHIP_PREFIX),
+            )
+        ):
+            rows[row.lesson_id][row.scope].append(row)
+        for value in session.exec(
+            select(LessonValue).where(
+                col(LessonValue.lesson_id).in_(self.lesson_ids),
+                LessonValue.stage == self.stage,
+                col(LessonValue.scope).startswith(CHIP_PREFIX),
+            )
+        ):
+            counts[value.lesson_id][value.scope] = value.n
+        out = {}
+        for lid, by_scope in counts.items():
+            pieces = {
+                s: evidence_pieces(None, rows[lid].get(s, []), n) for s, n in by_scope.items()
+            }
+            weights = scope_weights(pieces, self.current, self.backend, self.policy)
+            out[lid] = {scope[len(CHIP_PREFIX) :]: w for scope, w in weights.items()}
+        return out
 
     def estimates(self, ranking: RankingSettings) -> dict[str, ValueEstimate]:
         """Each candidate's value with superseded evidence discounted (DESIGN section 5)."""

@@ -40,6 +40,8 @@ def invoke(*args: str):
         ["audit", "transfer", "--help"],
         ["bench", "service", "--help"],
         ["bench", "kernels", "--help"],
+        ["bench", "moe", "--help"],
+        ["tune", "moe", "--help"],
         ["keys", "create", "--help"],
         ["export", "--help"],
         ["import", "--help"],

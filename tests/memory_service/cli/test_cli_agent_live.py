@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 import kernels.runners.cpu  # noqa: F401  (switches Triton to the interpreter first)
 from agent_client import MemoryClient
-from bench.learning.run import LiveService
+from bench.common.memory_server import LiveService
 from ingest.readers import native
 from memory_service.cli.app import app
 

@@ -84,3 +84,20 @@ def test_lessons_list_url_with_the_key(keyed_server):
     )
     assert done.exit_code == 0, done.output
     assert '"count": 0' in done.output
+
+
+def test_a_url_with_a_path_is_refused_with_the_root_address_to_give(keyed_server):
+    """`--url http://host:port/v1` used to end in a bare `not_found` (issue 31)."""
+    url, secret = keyed_server
+    done = runner.invoke(
+        app, ["lessons", "list", "--url", f"{url}/v1"], env={"TUNEMEM_API_KEY": secret}
+    )
+    assert done.exit_code == 2, done.output
+    text = " ".join(done.output.split())
+    assert f"{url}/v1/v1/lessons is no route of a tunemem server" in text
+    assert "root address" in text and "without /v1" in text
+    # A tunemem answer about a missing lesson keeps its own code and message.
+    missing = runner.invoke(
+        app, ["lessons", "show", "0000dead", "--url", url], env={"TUNEMEM_API_KEY": secret}
+    )
+    assert missing.exit_code == 2 and "lesson_not_found" in missing.output

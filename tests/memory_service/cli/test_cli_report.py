@@ -73,3 +73,14 @@ def test_the_same_report_twice_counts_once(tmp_path: Path):
 def test_report_help_shows_what_correct_means():
     shown = invoke("report", "--help")
     assert shown.exit_code == 0 and "required unless" in shown.output
+
+
+def test_correct_and_incorrect_together_are_refused_and_record_nothing(tmp_path: Path):
+    """Both flags used to be accepted, the last one winning (issue 31)."""
+    data = synthetic_store(tmp_path)
+    rid = retrieve_id(data)
+    for flags in (["--correct", "--incorrect"], ["--incorrect", "--correct"]):
+        refused = invoke("report", rid, *flags, "--latency-ms", "1.0", *data)
+        assert refused.exit_code == 2, refused.output
+        assert "--correct and --incorrect" in " ".join(refused.output.split())
+    assert "from 0 outcomes" in invoke("values", "rebuild", *data).output

@@ -37,10 +37,13 @@ def seeded(client):  # type: ignore[no-untyped-def]
     return client
 
 
-def _retrieve(client, toolchain: dict | None = None) -> dict:  # type: ignore[no-untyped-def]
+def _retrieve(client, toolchain: dict | None = None, values: str = "chain") -> dict:  # type: ignore[no-untyped-def]
     context = {"chip": "h200", **({"toolchain": toolchain} if toolchain else {})}
     body = {"query": "softmax block size", "task": {"op": "softmax"}, "context": context}
-    response = client.post("/v1/retrieve", json={**body, "stage": "draft", "k": 3})
+    options = {"values": values}
+    response = client.post(
+        "/v1/retrieve", json={**body, "stage": "draft", "k": 3, "options": options}
+    )
     assert response.status_code == 200, response.text
     return response.json()
 
@@ -129,6 +132,28 @@ def test_evidence_is_discounted_and_stale_until_revalidated(seeded, service) -> 
     before = _tables(service)
     assert client.post("/v1/admin/values/rebuild").status_code == 200
     assert _tables(service) == before
+
+
+def test_generalised_values_discount_superseded_outcomes(seeded) -> None:  # type: ignore[no-untyped-def]
+    """The default (generalised) estimate keeps its terms under a named toolchain, and its own
+    outcomes count less there: two outcomes under triton 3.6.0 weigh 2 at 3.6.0 and 2 x 0.5 = 1
+    at 3.7.0, against the prior's kappa = 2 (hand-computed from the term shares)."""
+    client = seeded
+    lid = _retrieve(client, RECORDED, "generalised")["lessons"][0]["id"]
+    for _ in range(2):
+        _report(client, _retrieve(client, RECORDED, "generalised"), lid)
+    at_recorded = _by_id(_retrieve(client, RECORDED, "generalised"))[lid]["breakdown"]
+    plain = _by_id(_retrieve(client, None, "generalised"))[lid]["breakdown"]
+    newer = _by_id(_retrieve(client, NEWER, "generalised"))[lid]["breakdown"]
+    for breakdown in (at_recorded, plain, newer):
+        assert any(term.startswith("recorded:") for term in breakdown["value_terms"])
+    assert at_recorded["value_terms"] == pytest.approx(plain["value_terms"])
+    own = "chip:h200"
+    shares = at_recorded["value_terms"]
+    assert shares[own] / shares["prior"] == pytest.approx(2 / 2)
+    assert newer["value_terms"][own] / newer["value_terms"]["prior"] == pytest.approx(1 / 2)
+    assert newer["toolchain"]["undiscounted_value"] == pytest.approx(at_recorded["value"])
+    assert newer["value"] != pytest.approx(at_recorded["value"])
 
 
 def _tables(service) -> tuple[list, list]:  # type: ignore[no-untyped-def]

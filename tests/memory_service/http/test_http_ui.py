@@ -98,3 +98,15 @@ def test_pages_in_a_real_browser(client, service, serve, browser, tmp_path):
     assert blue > 80, "the draft dots and their legend mark are not on the screenshot"
     transfer = browser(f"{url}/ui/transfer", wait_ms=3000)
     assert 'id="heatmap-spearman"' in transfer and 'class="advice"' in transfer
+
+
+def test_the_lesson_page_says_which_value_its_q_are_terms_of(client) -> None:
+    """The page's Q (running reward per scope) differed from the value retrieve and `lessons
+    top` show, and nothing said why (issue 31): the page names them as the terms of that one
+    estimate, and the estimate's kind."""
+    ids = _learn(client)
+    page = client.get(f"/ui/lessons/{ids[0]}").text
+    note = re.search(r'<p class="meta" id="which-value">(.*?)</p>', page, re.S)
+    assert note, "the lesson page does not say which value it shows"
+    assert "terms of the one value" in note[1] and "generalised estimate" in note[1]  # the default
+    assert "[-1, 1]" in note[1] and "lessons top" in note[1]

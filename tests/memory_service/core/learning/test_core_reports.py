@@ -134,3 +134,13 @@ def test_a_duplicate_replays_the_outcome_with_the_values_now(make_service) -> No
     assert once.values[lesson].n == 1 and later.values[lesson].n == 2
     assert later.values[lesson].value < once.values[lesson].value
     assert service.rebuild_values() == 2
+
+
+def test_a_report_with_an_error_is_not_feasible(make_service) -> None:
+    """One definition of feasible (`ingest.records.is_feasible`): a reported error makes the
+    attempt infeasible even when it says correct (draft reward -1); without one, +1."""
+    service, (with_error, clean) = _service_with_retrievals(make_service, 2)
+    outcome = {"compiled": True, "correct": True, "error": "wrong results on one shape"}
+    failed = service.report(ReportRequest(retrieval_id=with_error.retrieval_id, outcome=outcome))
+    assert failed.reward == -1.0
+    assert _report(service, clean).reward == 1.0

@@ -128,3 +128,19 @@ def test_server_mode_takes_no_lock(tmp_path):
     )
     first.close()
     assert second.returncode == 0 and second.stdout.strip() == "opened", second.stderr
+
+
+def test_serve_is_refused_with_the_running_server_not_a_url_flag(owner):
+    """`serve` has no --url: its refusal names the server already running (issue 31)."""
+    data_dir, proc = owner
+    result = CliRunner().invoke(
+        cli_app,
+        ["serve", "--port", "8600", "--data-dir", str(data_dir)],
+        env={"TUNEMEM_EMBEDDER": "hashing"},
+    )
+    assert result.exit_code == 1, result.output
+    text = " ".join(result.output.split())
+    assert "--url" not in text
+    assert f"already serves it on {URL}" in text and str(proc.pid) in text
+    assert "--data-dir" in text  # how to serve a second store instead
+    proc.stdin.close()

@@ -1,0 +1,1 @@
+"""`tunemem bench moe`: fused-MoE tuning from the memory, replayed on recorded H200 timings."""

@@ -1,0 +1,57 @@
+"""tools/progress.py (what `make run` starts the server through): Ctrl-C lets the server shut
+down on its own and ends the run with status 0. It used to send SIGTERM straight away,
+cutting the server's shutdown short, and exit with the killed server's -15 as 241
+(`make: *** Error 241`, issue 31)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+PROGRESS = Path(__file__).resolve().parents[1] / "tools" / "progress.py"
+# As uvicorn does: on SIGINT, shut down (here: a second), then re-raise the signal.
+SERVER = """
+import signal, sys, time
+def stop(*_):
+    time.sleep(1.0)
+    print("server: shut down cleanly", flush=True)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.raise_signal(signal.SIGINT)
+signal.signal(signal.SIGINT, stop)
+print("Application startup complete", flush=True)
+while True:
+    time.sleep(0.1)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="process groups and SIGINT are POSIX")
+def test_ctrl_c_lets_the_server_shut_down_and_exits_zero(tmp_path: Path) -> None:
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            str(PROGRESS),
+            "--until",
+            "startup complete",
+            "--",
+            sys.executable,
+            "-c",
+            SERVER,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # a group of its own, as a terminal's foreground job
+    )
+    assert run.stdout is not None
+    assert "startup complete" in run.stdout.readline()
+    time.sleep(0.3)
+    os.killpg(run.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
+    output, _ = run.communicate(timeout=30)
+    assert "server: shut down cleanly" in output
+    assert run.returncode == 0, output
