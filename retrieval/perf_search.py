@@ -43,9 +43,8 @@ from scipy.special import ndtr
 
 from retrieval.perf_gp import Residual, distances
 from retrieval.perf_model import ConfigKey, FamilyModel, FloatArray
+from retrieval.perf_weights import chip_weights, run_confidence
 
-PRIOR_KAPPA = 2.0  # observations worth of prior weight on the chip weights
-BOOTSTRAP = 64  # resamples for the chip weights
 SLOPE_RIDGE = 0.5  # shrinkage of the calibration slope towards 1
 INTERVAL_Z = 1.645  # a 90% interval
 # The GP is evaluated on a shortlist: the candidates the calibrated ensemble rates best,
@@ -60,7 +59,6 @@ POOLED = "pooled"  # the pooled model's column (`retrieval.perf_pooled`)
 # to 0.82 of its optimum at 50 evaluations, 0.1 the mean at 100 from 0.96 to 0.80).
 POOLED_SHARE_NEW_KEY = 0.5
 POOLED_SHARE_KNOWN_KEY = 0.0
-CONFIDENCE_KAPPA = 3.0  # outcomes worth of the prior confidence
 EXPLORE_SHARE = 0.5  # share of a batch that explores when the confidence is 0
 
 
@@ -78,28 +76,6 @@ class ModelSuggestion:
     drivers: list[tuple[str, Any, float]]  # (parameter, value, predicted latency ratio)
     confidence: float = 1.0  # how far the memory's prediction holds here (module, 4.)
     purpose: str = "exploit"  # "exploit" (expected improvement) or "explore" (space-filling)
-
-
-def _chip_weights(
-    y: FloatArray, at: FloatArray, prior: FloatArray, rng: np.random.Generator
-) -> FloatArray:
-    """RGPE-style weights: share of bootstrap resamples each column misranks least."""
-    n = len(y)
-    if n < 2 or at.shape[1] == 0:
-        return prior
-    # misranked[s, i, j]: column s orders observations i and j against what was measured. A
-    # resample's misranks are c' M_s c with c the resample's count of each observation.
-    truth = y[:, None] < y[None, :]
-    misranked = (at.T[:, :, None] < at.T[:, None, :]) != truth[None]
-    counts = np.zeros((BOOTSTRAP, n))
-    draws = rng.integers(0, n, size=(BOOTSTRAP, n))
-    np.add.at(counts, (np.arange(BOOTSTRAP)[:, None], draws), 1.0)
-    weights_of = misranked.astype(np.float64)
-    misranks = np.stack([((counts @ m) * counts).sum(axis=1) for m in weights_of], axis=1)
-    wins = misranks <= misranks.min(axis=1, keepdims=True) + 1e-9
-    share = (wins / wins.sum(axis=1, keepdims=True)).mean(axis=0)
-    weights = (n * share + PRIOR_KAPPA * prior) / (n + PRIOR_KAPPA)
-    return np.asarray(weights / weights.sum(), dtype=np.float64)
 
 
 class _Keys:
@@ -153,7 +129,7 @@ class Posterior:
         rows = np.array([i for i, _ in observed], dtype=np.int64)
         y = np.array([v for _, v in observed], dtype=np.float64)
         self.n_observations = len(y)
-        self.weights = _chip_weights(y, columns[rows], prior, rng)
+        self.weights = chip_weights(y, columns[rows], prior, rng)
         m = columns @ self.weights
         spread = ((columns - m[:, None]) ** 2) @ self.weights
         a, b = 0.0, 1.0
@@ -164,7 +140,7 @@ class Posterior:
             a = float(y.mean() - b * m[rows].mean())
         self.mean = a + b * m
         self.var = b * b * spread + 1e-4
-        self.confidence = _confidence(prior_confidence, self.mean[rows], y)
+        self.confidence = run_confidence(prior_confidence, self.mean[rows], y)
         self.length = 0.2 * math.sqrt(max(1, features.shape[1]))
         if len(y) >= 2:
             width = math.sqrt(max(1, int((features.max(0) > features.min(0)).sum())))
@@ -297,21 +273,6 @@ class Posterior:
             effects.append((abs(effect), name, self.keys[i][j], round(math.exp(effect), 3)))
         effects.sort(key=lambda e: (-e[0], e[1]))
         return [(name, value, ratio) for _, name, value, ratio in effects[:top] if ratio != 1.0]
-
-
-def _confidence(prior: float, predicted: FloatArray, measured: FloatArray) -> float:
-    """The prior confidence, then the rank correlation of the prediction with the run's
-    outcomes (negative counts as 0), shrunk towards the prior by `CONFIDENCE_KAPPA`."""
-    n = len(measured)
-    if n < 3:
-        return prior
-    ranks_p = np.argsort(np.argsort(predicted, kind="stable"), kind="stable").astype(float)
-    ranks_m = np.argsort(np.argsort(measured, kind="stable"), kind="stable").astype(float)
-    if ranks_p.std() == 0 or ranks_m.std() == 0:
-        rho = 0.0
-    else:
-        rho = float(np.corrcoef(ranks_p, ranks_m)[0, 1])
-    return (n * max(0.0, rho) + CONFIDENCE_KAPPA * prior) / (n + CONFIDENCE_KAPPA)
 
 
 def fit_posterior(
