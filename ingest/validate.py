@@ -2,11 +2,13 @@
 
 Readers check the records they build as they go; `record_problem` is the last check that
 `read_any` (and the HTTP upload of native trajectories) applies to every trajectory, whatever
-its origin: field types, latencies that are finite and plausible, and free JSON (parameters,
-signature, evidence) that holds only strings, finite numbers, booleans and null, nested at
-most `MAX_JSON_DEPTH` levels, and text that every store can keep and read back (no NUL, no
-lone UTF-16 surrogate, anywhere in the record). A record that passes can always be written as
-strict JSON.
+its origin: field types, latencies that are finite and plausible (1e-9..1e9 ms, the bounds
+`/v1/outcomes` keeps), parameter values that are scalars (a string, a finite number, a boolean
+or null: never a list or an object, which no search space holds), and free JSON (signature,
+evidence, metrics) that holds only strings, finite numbers, booleans and null, nested at most
+`MAX_JSON_DEPTH` levels, and text that every store can keep and read back (no NUL, no lone
+UTF-16 surrogate, anywhere in the record). A record that passes can always be written as strict
+JSON. `hint_problem` holds a lesson hint to the shapes the suggester reads.
 """
 
 from __future__ import annotations
@@ -22,12 +24,16 @@ from ingest.sources import is_number
 # 1e9 ms is 11.6 days: no kernel measurement is longer; larger values are failure sentinels
 # (1e20, 1e308) or corruption, and the ratios the distiller prints would overflow on them.
 MAX_LATENCY_MS = 1e9
+# Below a picosecond no kernel runs: 0 and 1e-300 are failure markers or corruption, and their
+# logarithm would swamp a performance model.
+MIN_LATENCY_MS = 1e-9
+MAX_STATISTIC = 1e300  # a hint's statistic beyond this is not a measurement
 MAX_JSON_DEPTH = 32
 MAX_PARAMS = 256
 
 
 def latency_problem(name: str, value: Any) -> str | None:
-    """Why `value` is not a usable latency in ms (None, or a finite 0 <= x <= 1e9, is)."""
+    """Why `value` is not a usable latency in ms (None, or a finite 1e-9 <= x <= 1e9, is)."""
     if value is None:
         return None
     if not is_number(value):
@@ -36,8 +42,60 @@ def latency_problem(name: str, value: Any) -> str | None:
         number = float(value)
     except OverflowError:
         number = math.inf
-    if not math.isfinite(number) or number < 0 or number > MAX_LATENCY_MS:
-        return f"{name} {value!r} is not a latency in ms between 0 and {MAX_LATENCY_MS:g}"
+    if not math.isfinite(number) or number < MIN_LATENCY_MS or number > MAX_LATENCY_MS:
+        return (
+            f"{name} {value!r} is not a latency in ms between {MIN_LATENCY_MS:g} and "
+            f"{MAX_LATENCY_MS:g}"
+        )
+    return None
+
+
+def scalar_problem(value: Any, at: str) -> str | None:
+    """Why `value` is not a parameter value (a string, a finite number within 64 bits, a boolean
+    or null); None when it is."""
+    if value is None or isinstance(value, bool | str):
+        return None
+    if isinstance(value, int):
+        return None if -(2**63) < value < 2**63 else f"{at} is an integer beyond 64 bits"
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{at} is {value!r}, not a finite number"
+    return f"{at} is a {type(value).__name__}, not a parameter value (a scalar)"
+
+
+def _number_problem(value: Any, at: str) -> str | None:
+    if value is None or (is_number(value) and abs(value) < MAX_STATISTIC):
+        return None
+    return f"{at} is not a finite number: {str(value)[:80]!r}"
+
+
+def hint_problem(hint: Any, at: str = "hint") -> str | None:
+    """Why a lesson hint cannot be read by the suggester; None when it can. The parts it reads
+    (any may be absent): `config` and `avoid`, objects of parameter values; `param`, a name,
+    with `value`, a parameter value, and `effect`, prefer or avoid; `median_speedup` and
+    `failure_rate`, numbers. Other keys are free."""
+    if not isinstance(hint, dict):
+        return f"{at} must be an object"
+    for part in ("config", "avoid"):
+        if part in hint:
+            config = hint[part]
+            if not isinstance(config, dict):
+                return f"{at}.{part} must be an object of parameter values"
+            for name, value in config.items():
+                problem = scalar_problem(value, f"{at}.{part}.{name}")
+                if problem:
+                    return problem
+    if "param" in hint and not isinstance(hint["param"], str):
+        return f"{at}.param must be a parameter name (a string)"
+    if "value" in hint:
+        problem = scalar_problem(hint["value"], f"{at}.value")
+        if problem:
+            return problem
+    if "effect" in hint and hint["effect"] not in ("prefer", "avoid"):
+        return f"{at}.effect must be prefer or avoid"
+    for name in ("median_speedup", "failure_rate"):
+        problem = _number_problem(hint.get(name), f"{at}.{name}")
+        if problem:
+            return problem
     return None
 
 
@@ -193,6 +251,10 @@ def attempt_problem(attempt: AttemptRecord, at: str) -> str | None:
         return f"{at}.repetitions must be a non-negative integer or null"
     if not isinstance(attempt.metrics, dict):
         return f"{at}.metrics must be an object"
+    for name, value in attempt.params.items():
+        problem = scalar_problem(value, f"{at}.params.{name}")
+        if problem:
+            return problem
     return json_problem(attempt.params, f"{at}.params") or json_problem(
         attempt.metrics, f"{at}.metrics", 2
     )

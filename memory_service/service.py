@@ -24,6 +24,7 @@ from memory_service.core.embedding.factory import Embedder, create_embedder
 from memory_service.core.ingest.store_runs import ingest_records
 from memory_service.core.learning.loop import LearningLoop
 from memory_service.core.lessons.part import Lessons
+from memory_service.core.maintenance.doctor import Doctor, DoctorReport
 from memory_service.core.maintenance.part import Maintenance, ProgressFn
 from memory_service.core.schemas.audit import TransferAuditPublic
 from memory_service.core.schemas.ingest import IngestSummary
@@ -96,6 +97,7 @@ class MemoryService:
             model=ModelSuggester(self._models, self.settings.tenant)
             if self.settings.suggest_model
             else None,
+            deadline_s=self.settings.suggest_deadline_s,
         )
 
     @property
@@ -276,6 +278,14 @@ class MemoryService:
         if tenant is None:
             self.vectors.record_every_tenant()
         return rebuilt
+
+    def doctor(self, fix: bool = False, *, tenant: str | None = None) -> DoctorReport:
+        """Find, and with fix repair, stored hints and attempts the door now refuses."""
+
+        def edit(lesson_id: str, hint: dict[str, Any] | None, owner: str) -> None:
+            self._lessons.update_lesson(lesson_id, LessonUpdate(hint=hint), tenant=owner)
+
+        return Doctor(self.store, edit).run(self._tenant(tenant), fix)
 
     def repair_index(self, tenant: str | None = None) -> dict[str, int]:
         """Make the vector index hold exactly SQL's active lessons (run on server start)."""

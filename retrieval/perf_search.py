@@ -28,6 +28,12 @@ per stored chip (from chip similarity: descriptors), and returns a `Posterior`:
    90% bound) is in the better half. Every suggestion carries the confidence and its purpose.
    A tried configuration is never suggested; candidates are the stored feasible configurations
    (or the caller's valid list), restricted to the caller's parameter values.
+
+The cost is bounded whatever the run sent: the chip weights and the residual are fitted on at
+most `FIT_OBSERVATIONS` feasible observations (the fastest half of that, then a seeded sample
+of the rest), so they cost O(FIT_OBSERVATIONS²) memory and O(FIT_OBSERVATIONS³) time however
+many observations come (a suggest accepts 10,000); every observation still counts as tried, and
+the calibration and the best latency use them all.
 """
 
 from __future__ import annotations
@@ -60,6 +66,21 @@ POOLED = "pooled"  # the pooled model's column (`retrieval.perf_pooled`)
 POOLED_SHARE_NEW_KEY = 0.5
 POOLED_SHARE_KNOWN_KEY = 0.0
 EXPLORE_SHARE = 0.5  # share of a batch that explores when the confidence is 0
+# Feasible observations the chip weights and the residual GP are fitted on, at most: a model
+# step of a long run costs what one of this many observations does (well under a second).
+FIT_OBSERVATIONS = 256
+
+
+def fit_subsample(y: FloatArray, rng: np.random.Generator) -> npt.NDArray[np.int64]:
+    """Which observations the weights and the residual are fitted on: all of them up to
+    `FIT_OBSERVATIONS`; past that, the fastest half of the bound and a seeded sample of the
+    rest (expected improvement needs the best region sharp and the rest roughly)."""
+    if len(y) <= FIT_OBSERVATIONS:
+        return np.arange(len(y), dtype=np.int64)
+    order = np.argsort(y, kind="stable")
+    best = order[: FIT_OBSERVATIONS // 2]
+    rest = rng.choice(order[FIT_OBSERVATIONS // 2 :], FIT_OBSERVATIONS - len(best), replace=False)
+    return np.asarray(np.sort(np.concatenate([best, rest])), dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -126,18 +147,21 @@ class Posterior:
         self.features = features
         self.open = open_rows
         rng = np.random.default_rng(seed)
-        rows = np.array([i for i, _ in observed], dtype=np.int64)
-        y = np.array([v for _, v in observed], dtype=np.float64)
-        self.n_observations = len(y)
+        all_rows = np.array([i for i, _ in observed], dtype=np.int64)
+        all_y = np.array([v for _, v in observed], dtype=np.float64)
+        self.n_observations = len(all_y)
+        fit = fit_subsample(all_y, rng)
+        rows, y = all_rows[fit], all_y[fit]
+        self.n_fit = len(y)
         self.weights = chip_weights(y, columns[rows], prior, rng)
         m = columns @ self.weights
         spread = ((columns - m[:, None]) ** 2) @ self.weights
         a, b = 0.0, 1.0
-        if len(y) >= 1:
-            dm, dy = m[rows] - m[rows].mean(), y - y.mean()
-            if len(y) >= 2:
+        if len(all_y) >= 1:
+            dm, dy = m[all_rows] - m[all_rows].mean(), all_y - all_y.mean()
+            if len(all_y) >= 2:
                 b = float(np.clip((dm @ dy + SLOPE_RIDGE) / (dm @ dm + SLOPE_RIDGE), 0.05, 3.0))
-            a = float(y.mean() - b * m[rows].mean())
+            a = float(all_y.mean() - b * m[all_rows].mean())
         self.mean = a + b * m
         self.var = b * b * spread + 1e-4
         self.confidence = run_confidence(prior_confidence, self.mean[rows], y)
@@ -155,8 +179,8 @@ class Posterior:
             outside = np.ones(len(keys), dtype=bool)
             outside[short] = False
             self.open = self.open & ~outside
-        self.best = float(y.min()) if len(y) else None
-        self.observed_features = features[rows]
+        self.best = float(all_y.min()) if len(all_y) else None
+        self.observed_features = features[all_rows]
 
     def _shortlist(self, signal: float, rng: np.random.Generator) -> npt.NDArray[np.int64]:
         candidates = np.flatnonzero(self.open)

@@ -17,7 +17,10 @@ per attempt) and the service's `POST /v1/suggest` (up to k at once). Order of pr
    went badly in this run), remembered exemplars, a random untried configuration.
 
 Failure hints with a high failure rate exclude matching configurations throughout. Only
-configurations of the space (and of the caller's `valid` list) neither observed nor offered yet.
+configurations of the space (and of the caller's `valid` list) neither observed nor offered yet,
+told apart by the service's value identity (`identity`: true and 1 are two values). Every loop is
+bounded: `suggest` stops at its deadline (`SuggestState.timed_out` then says so), and a random
+draw gives up after `RANDOM_DRAWS` tries.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -33,13 +37,19 @@ from retrieval.suggest_hints import HARD_FAILURE_RATE as HARD_FAILURE_RATE
 from retrieval.suggest_hints import HintedLesson as HintedLesson
 from retrieval.suggest_hints import Hints as Hints
 from retrieval.suggest_hints import config_key as config_key
+from retrieval.suggest_hints import identity as identity
+from retrieval.suggest_hints import position as position
 from retrieval.suggest_hints import project as project
+from retrieval.suggest_hints import same as same
 from retrieval.suggest_hints import snap as snap
 from retrieval.suggest_hints import space_size as space_size
 
 Space = Mapping[str, tuple[Any, ...]]
 Key = tuple[Any, ...]
 Source = Literal["exemplar", "preference", "model", "search"]
+# Random draws of an untried configuration before the space counts as spent: a draw succeeds
+# with probability above 3/4 where it is used, so this only ends a space that has none left.
+RANDOM_DRAWS = 2000
 
 
 @dataclass(frozen=True)
@@ -80,7 +90,7 @@ class SuggestState:
     observations: tuple[Observation, ...]
     seen_lessons: tuple[HintedLesson, ...] = ()
     valid: Sequence[Key] | None = None
-    offered: set[Key] = field(default_factory=set)
+    offered: set[Key] = field(default_factory=set)  # identity keys (see `identity`)
     # The agent (a few lessons per attempt) tries same-backend exemplars first when drafting;
     # the service keeps the memory's rank order (values carry how lessons fared here).
     backend_first: bool = True
@@ -88,15 +98,19 @@ class SuggestState:
     def __post_init__(self) -> None:
         self.now = Hints(self.lessons)
         self.remembered = Hints(self.seen_lessons + self.lessons)
-        self.observed = {config_key(self.space, o.config) for o in self.observations}
-        self.valid_keys = frozenset(self.valid) if self.valid is not None else None
+        self.observed = {identity(config_key(self.space, o.config)) for o in self.observations}
+        self.valid_keys = (
+            frozenset(identity(key) for key in self.valid) if self.valid is not None else None
+        )
+        self.timed_out = False
         feasible = [o for o in self.observations if o.feasible and o.latency_ms is not None]
         self.feasible = sorted(feasible, key=lambda o: o.latency_ms or 0.0)
         self.best = self.feasible[0] if self.feasible else None
         self._random_order: list[Key] | None = None
 
     def taken(self, key: Key) -> bool:
-        return key in self.observed or key in self.offered
+        same_key = identity(key)
+        return same_key in self.observed or same_key in self.offered
 
     def fresh(self, config: Mapping[str, Any] | None) -> bool:
         """In the space (and the valid list), untried, unoffered, not excluded by a failure."""
@@ -106,11 +120,14 @@ class SuggestState:
         if self.taken(key) or self.remembered.excluded(config):
             return False
         if self.valid_keys is not None:
-            return key in self.valid_keys
-        return all(config.get(name) in allowed for name, allowed in self.space.items())
+            return identity(key) in self.valid_keys
+        return all(
+            name in config and position(config[name], allowed) is not None
+            for name, allowed in self.space.items()
+        )
 
     def offer(self, suggestion: Suggestion) -> Suggestion:
-        self.offered.add(config_key(self.space, suggestion.config))
+        self.offered.add(identity(config_key(self.space, suggestion.config)))
         return suggestion
 
     def random_order(self, rng: random.Random) -> list[Key]:
@@ -201,13 +218,18 @@ def local_move(state: SuggestState, rng: random.Random) -> dict[str, Any] | None
     for centre in state.feasible[:5]:
         moves: list[tuple[float, float, dict[str, Any]]] = []
         for name, allowed in state.space.items():
-            if len(allowed) < 2 or centre.config.get(name) not in allowed:
+            i = position(centre.config.get(name), allowed)
+            if len(allowed) < 2 or i is None:
                 continue
-            i = allowed.index(centre.config[name])
             # Adjacent values, and values known-good configurations use (path relinking).
-            steps = {allowed[j] for j in (i - 1, i + 1) if 0 <= j < len(allowed)}
-            steps |= {v for (p, v) in support if p == name and v in allowed}
-            steps.discard(centre.config[name])
+            near = [j for j in (i - 1, i + 1) if 0 <= j < len(allowed)]
+            for p, v in support:
+                at = position(v, allowed) if p == name else None
+                if at is not None:
+                    near.append(at)
+            values = [allowed[j] for j in dict.fromkeys(near) if j != i]
+            # A set, as before, unless it would merge values Python calls equal (true and 1).
+            steps = set(values) if len(set(values)) == len(values) else values
             for value in steps:
                 config = {**centre.config, name: value}
                 if state.fresh(config):
@@ -233,10 +255,11 @@ def random_untried(state: SuggestState, rng: random.Random) -> dict[str, Any]:
         if not left:
             raise SpaceExhausted("every configuration of the space has been tried")
         return dict(zip(space, rng.choice(left), strict=True))
-    while True:
+    for _ in range(RANDOM_DRAWS):
         config = {name: rng.choice(list(values)) for name, values in space.items()}
         if not state.taken(config_key(space, config)):
             return config
+    raise SpaceExhausted(f"no untried configuration in {RANDOM_DRAWS} random draws")
 
 
 def _random_valid(
@@ -306,13 +329,20 @@ def suggest(
     seed: int,
     model: ModelProposer | None = None,
     search: Callable[[SuggestState, random.Random], Suggestion] = search_step,
+    deadline: float | None = None,
 ) -> list[Suggestion]:
     """Up to k distinct fresh configurations: the memory's in its order, then the model's
     (when given), then the search's; the model's first when it leads (it predicts its own
     next configuration faster than the memory's, once the run has its opening). Fewer than k
-    only when the space runs out."""
+    only when the space runs out, or at `deadline` (a `time.monotonic()` instant; then
+    `state.timed_out` is set)."""
     rng = random.Random(seed)
     out: list[Suggestion] = []
+
+    def late() -> bool:
+        if deadline is not None and time.monotonic() > deadline:
+            state.timed_out = True
+        return state.timed_out
 
     def from_model() -> None:
         assert model is not None
@@ -323,14 +353,14 @@ def suggest(
     led = model is not None and model.leads(state, memory_step(state))
     if led:
         from_model()
-    while len(out) < k:
+    while len(out) < k and not late():
         step = memory_step(state)
         if step is None:
             break
         out.append(state.offer(step))
-    if model is not None and not led and len(out) < k:
+    if model is not None and not led and len(out) < k and not late():
         from_model()
-    while len(out) < k:
+    while len(out) < k and not late():
         try:
             out.append(state.offer(search(state, rng)))
         except SpaceExhausted:

@@ -19,6 +19,8 @@ from retrieval.suggest import (
     SuggestState,
     _badness,
     config_key,
+    identity,
+    same,
     search_step,
 )
 
@@ -39,15 +41,16 @@ def _since_best(state: SuggestState) -> int:
 def _near(state: SuggestState, centre: Key) -> list[tuple[int, Key]]:
     """Valid configurations one or two parameters away from `centre`, with the distance."""
     cache: dict[Key, list[tuple[int, Key]]] = state.__dict__.setdefault("_near", {})
-    if centre not in cache:
+    at = identity(centre)
+    if at not in cache:
         assert state.valid is not None
         found = []
         for key in state.valid:
-            distance = sum(a != b for a, b in zip(key, centre, strict=True))
+            distance = sum(not same(a, b) for a, b in zip(key, centre, strict=True))
             if 0 < distance <= 2:
                 found.append((distance, key))
-        cache[centre] = found
-    return cache[centre]
+        cache[at] = found
+    return cache[at]
 
 
 def _wide_move(state: SuggestState, rng: random.Random) -> dict[str, Any] | None:
@@ -67,7 +70,7 @@ def _wide_move(state: SuggestState, rng: random.Random) -> dict[str, Any] | None
             config = dict(zip(names, key, strict=True))
             if hints.excluded(config):
                 continue
-            changed = [(n, config[n]) for n in names if config[n] != centre.config.get(n)]
+            changed = [(n, config[n]) for n in names if not same(config[n], centre.config.get(n))]
             score = (
                 hints.preference(config)
                 + sum(0.5 * support.get(item, 0) - 2.0 * badness.get(item, 0.0) for item in changed)

@@ -15,7 +15,11 @@ reports every evaluated configuration as an outcome against its suggestion, and 
 uploads the run as a trajectory, so the next user on the next GPU starts from it. The memory
 unreachable, refusing, or holding nothing for this kernel: one warning line, and the run goes on
 with the same search `retrieval.suggest` does in the service (local moves around the best,
-then untried configurations at random). The user's tuning never fails because of the memory.
+then untried configurations at random). The user's tuning never fails because of the memory:
+every request goes through `memory_link` (one deadline for the whole request, no retry, a cap
+on the answer), reports and the upload go in the background, and a suggestion is evaluated only
+when it is a configuration of the user's own space and restrictions not tried yet; after
+`IDLE_ROUNDS` rounds with none such the memory is not asked again.
 """
 
 from __future__ import annotations
@@ -26,32 +30,26 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agent_client.client import MemoryClient, RetryPolicy
+from agent_client.client import MemoryClient
 from agent_client.models import Outcome
+from agent_client.tuners.memory_link import MemoryLink, Reporter, usable_suggestions
 from ingest.chip_context import UNKNOWN_BACKEND, chip_context
 from ingest.readers.kerneltuner import op_name
 from ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
-from retrieval.suggest import Observation, SpaceExhausted, SuggestState, config_key
+from retrieval.suggest import Observation, SpaceExhausted, SuggestState, config_key, identity
 from retrieval.suggest_search import wide_search_step
 
+# Rounds in a row whose suggestions are all unusable (outside the space or its restrictions,
+# tried, malformed) before the memory is not asked again.
+IDLE_ROUNDS = 2
 # The most valid configurations the service takes in one request (its MAX_VALID): a larger
 # space is sent as its parameters alone, and suggestions outside the restrictions are skipped.
 VALID_SENT_MAX = 50_000
 
-# One try more than none: a tuning loop must not wait on a struggling memory.
-_RETRY = RetryPolicy(attempts=2, backoff_s=0.05, max_backoff_s=0.2)
-
 
 # Kernel Tuner's kernel languages and the memory's backends (OpenCL runs on every vendor:
 # the device name has to tell).
-LANG_BACKENDS = {
-    "CUDA": "cuda",
-    "CUPY": "cuda",
-    "NVCUDA": "cuda",
-    "HIP": "hip",
-    "C": "cpu",
-    "FORTRAN": "cpu",
-}
+LANG_BACKENDS = {"CUDA": "cuda", "CUPY": "cuda", "NVCUDA": "cuda", "HIP": "hip", "C": "cpu"}
 
 
 def kernel_backend(runner: Any, kernel_options: Any) -> str | None:
@@ -100,8 +98,8 @@ class MemoryStrategy:
         seed: the search's seed (default: fixed, so a run repeats).
         report: report every evaluated configuration as an outcome.
         upload: upload the run as a trajectory at the end.
-        timeout_s: the longest one memory request may take.
-        client: an existing `MemoryClient` (instead of url and api_key).
+        timeout_s: the longest one memory request may take, its answer included.
+        client: an existing `MemoryClient` (instead of url and api_key), bounded the same way.
         warn: where the one-line warnings go (default: standard error).
     """
 
@@ -129,9 +127,11 @@ class MemoryStrategy:
         self.report = report
         self.upload = upload
         self.warn = warn
-        self.client = client
-        if client is None and url is not None:
-            self.client = MemoryClient(url, api_key=api_key, timeout_s=timeout_s, retry=_RETRY)
+        self.timeout_s = timeout_s
+        self.client: MemoryLink | None = None
+        if client is not None or url is not None:
+            where = url or "http://memory.invalid"
+            self.client = MemoryLink(where, api_key, timeout_s=timeout_s, client=client)
         self.last_run: _Run | None = None
 
     def tune(self, searchspace: Any, runner: Any, tuning_options: Any) -> list[dict[str, Any]]:
@@ -190,6 +190,8 @@ class _Run:
         self.best_ms: float | None = None
         self.memory = strategy.client is not None
         self.rounds = 0
+        self.idle_rounds = 0
+        self.reporter = Reporter(self._report_failed)
         self._valid_keys: set[tuple[Any, ...]] | None = None
 
     # ------------------------------------------------------------------ search
@@ -233,38 +235,43 @@ class _Run:
             self._give_up(f"the memory is unreachable or refused ({exc}); own search continues")
             return None
         self.rounds += 1
-        suggestions = answer.get("suggestions") or []
-        if self.rounds == 1 and not any(s.get("source") != "search" for s in suggestions):
+        tried = [config_key(self.space, o.config) for o in self.observations]
+        valid = self.valid_keys() if self.valid is not None else None
+        suggestions, refused = usable_suggestions(answer, self.space, valid, tried, known=True)
+        if self.rounds == 1 and not refused and all(s.source == "search" for s in suggestions):
             self._give_up(
                 f"the memory holds nothing for {self.kernel} on {self.context['chip']}; "
                 "own search continues"
             )
             return None
-        retrieval_id: str | None = str(answer.get("retrieval_id"))
-        batch: list[tuple[dict[str, Any], str | None, list[str], str]] = [
-            (
-                dict(s["config"]),
-                retrieval_id,
-                [lesson["id"] for lesson in s.get("lessons") or []],
-                str(s.get("source")),
-            )
-            for s in suggestions
-        ]
-        if "valid" in space or self.valid is None:
-            return batch
-        allowed = self.valid_keys()
-        kept = [b for b in batch if tuple(b[0].get(n) for n in self.names) in allowed]
-        return kept or self._own(self.strategy.k)
+        if not suggestions:
+            self.idle_rounds += 1
+            if self.idle_rounds >= IDLE_ROUNDS:
+                self._give_up(
+                    f"{self.idle_rounds} rounds of the memory's suggestions held no untried "
+                    f"configuration of this space ({refused} refused); own search continues"
+                )
+            return None
+        self.idle_rounds = 0
+        retrieval_id = answer.get("retrieval_id")
+        retrieval_id = retrieval_id if isinstance(retrieval_id, str) and retrieval_id else None
+        return [(s.config, retrieval_id, s.lessons, s.source or "memory") for s in suggestions]
 
     def valid_keys(self) -> set[tuple[Any, ...]]:
-        """The valid configurations as a set (built once, for a space too large to send)."""
+        """The valid configurations as identity keys (`retrieval.suggest.identity`), built once."""
         if self._valid_keys is None:
-            self._valid_keys = set(self.valid or ())
+            self._valid_keys = {identity(key) for key in self.valid or ()}
         return self._valid_keys
 
     def _give_up(self, message: str) -> None:
-        self.strategy.warn(message)
+        if self.memory:
+            self.strategy.warn(message)
         self.memory = False
+
+    def _report_failed(self, message: str) -> None:
+        """The reporter's one warning: the memory is not asked again in this run."""
+        self.reachable = False
+        self._give_up(f"{message}; own search continues")
 
     def _own(self, n: int) -> list[tuple[dict[str, Any], str | None, list[str], str]]:
         """n configurations of the run's own search (as the service would fill them)."""
@@ -332,15 +339,14 @@ class _Run:
                 best_before_ms=self.best_ms,
                 error=kind,
             )
-            try:
-                assert self.strategy.client is not None
-                self.strategy.client.report(retrieval_id, outcome, used=used)
-                self.reported += 1
-            except Exception as exc:  # never break the user's tuning
-                self.reachable = False
-                self._give_up(f"reporting to the memory failed ({exc}); own search continues")
+            self.reporter.submit(lambda: self._report(retrieval_id, outcome, used))
         if latency_ms is not None and (self.best_ms is None or latency_ms < self.best_ms):
             self.best_ms = latency_ms
+
+    def _report(self, retrieval_id: str, outcome: Outcome, used: list[str]) -> None:
+        assert self.strategy.client is not None
+        self.strategy.client.report(retrieval_id, outcome, used=used)
+        self.reported += 1
 
     def _score(self, result: dict[str, Any]) -> float | None:
         """Lower is better, as the search expects: the objective, inverted if maximised."""
@@ -353,20 +359,21 @@ class _Run:
 
     def finish(self) -> None:
         """Upload the run as a trajectory (once, at the end, unless the memory was found
-        unreachable; failures only warn)."""
+        unreachable), then wait for the reports in flight at most two deadlines; failures only
+        warn."""
         client = self.strategy.client
-        if client is None or not self.strategy.upload or not self.attempts or not self.reachable:
+        if client is None:
             return
-        if self.chip.backend == UNKNOWN_BACKEND:
-            self.strategy.warn(
-                f"the run is not uploaded: Kernel Tuner names the device {self.chip.raw!r} and "
-                "its kernel language does not tell the backend (pass chip= or lang=)"
-            )
-            return
-        try:
-            client.upload_trajectories([self.trajectory()])
-        except Exception as exc:  # never break the user's tuning
-            self.strategy.warn(f"uploading the run to the memory failed ({exc})")
+        if self.strategy.upload and self.attempts and self.reachable:
+            if self.chip.backend == UNKNOWN_BACKEND:
+                self.strategy.warn(
+                    f"the run is not uploaded: Kernel Tuner names the device {self.chip.raw!r} "
+                    "and its kernel language does not tell the backend (pass chip= or lang=)"
+                )
+            else:
+                run = self.trajectory()
+                self.reporter.submit(lambda: client.upload_trajectories([run]))
+        self.reporter.flush(2 * self.strategy.timeout_s)
 
     def trajectory(self) -> dict[str, Any]:
         """The run in the canonical trajectory shape (`POST /v1/trajectories`)."""

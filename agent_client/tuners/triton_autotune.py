@@ -6,8 +6,11 @@ an existing `@triton.autotune` kernel the same behaviour. For a key not tuned ye
 configurations (after the user's own `early_config_prune`) go to `POST /v1/suggest` as the
 space's valid list; Triton times the memory's best plus a small exploration share; then every
 timing (`configs_timings`) goes back, in a background thread bounded in time, as outcomes
-against the suggestion and as a trajectory (`triton_records`). The memory unreachable, erring
-or empty: one warning line, then Triton's own behaviour. docs/triton.md is the user's page.
+against the suggestion and as a trajectory (`triton_records`). The memory unreachable, erring,
+slow, malformed or empty: one warning line, then Triton's own behaviour; every request goes
+through `memory_link` (one deadline for the whole request, no retry, a cap on the answer), and
+only suggestions that are one of the given configurations are timed. docs/triton.md is the
+user's page.
 """
 
 from __future__ import annotations
@@ -15,14 +18,21 @@ from __future__ import annotations
 import atexit
 import math
 import random
-import threading
 import time
 import warnings
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agent_client.client import MemoryClient, RetryPolicy
+from agent_client.client import MemoryClient
+from agent_client.tuners.memory_link import (
+    RETRY_AFTER_S,
+    MemoryLink,
+    Reporter,
+    brief,
+    lesson_ids,
+    suggestion_list,
+)
 from agent_client.tuners.triton_records import (
     Pending,
     config_params,
@@ -36,8 +46,6 @@ from agent_client.tuners.triton_records import (
     trajectory,
 )
 
-# After a failed call the memory is left alone this long, so a down memory costs one timeout.
-RETRY_AFTER_S = 300.0
 # Suggestion sources that rest on what the memory holds (the rest is the service's search).
 INFORMED = frozenset({"exemplar", "preference", "model"})
 
@@ -101,17 +109,12 @@ class MemoryTuning:
         self.options = dict(options or {})
         self.context_overrides = dict(context or {})
         self.seed = seed
-        self.client = client or MemoryClient(
-            memory_url,
-            api_key=api_key,
-            timeout_s=timeout_s,
-            retry=RetryPolicy(attempts=2, backoff_s=0.1, max_backoff_s=0.5),
-        )
+        self.client: Any = MemoryLink(memory_url, api_key, timeout_s=timeout_s, client=client)
         self.reports: list[dict[str, Any]] = []  # what went back to the memory, per key
         self.last_decision: dict[str, Any] | None = None
         self._pending: Pending | None = None
         self._down_until = 0.0
-        self._threads: list[threading.Thread] = []
+        self.reporter = Reporter(self._report_failed)
         self._context: dict[str, Any] | None = None
         # How the memory names the operator and the kernel; attach() fills in the function's.
         self._names = (op or kernel or "kernel", kernel or op or "kernel")
@@ -201,18 +204,19 @@ class MemoryTuning:
             pending.origins = {k: "given" for k in by_key}
             self._decided(pending, configs, "the memory could not help: every configuration")
             return configs
-        suggestions = answer.get("suggestions") or []
+        suggestions, _ = suggestion_list(answer)
         if not any(s.get("source") in INFORMED for s in suggestions):
             suggestions = []  # only the service's own search: nothing remembered to go on
         chosen: list[Any] = []
         for suggestion in suggestions:
-            found = params_key(suggestion.get("config") or {})
+            try:
+                found = params_key(suggestion["config"])
+            except TypeError:  # a value that cannot be compared: not one of the given configs
+                continue
             if found in by_key and found not in pending.origins:
                 chosen.append(by_key[found])
                 pending.origins[found] = f"memory:{suggestion.get('source', '')}"
-                pending.suggestions[found] = [
-                    str(lesson["id"]) for lesson in suggestion.get("lessons") or []
-                ]
+                pending.suggestions[found] = lesson_ids(suggestion)
             if len(chosen) >= budget - explore:
                 break
         if not chosen:
@@ -220,7 +224,10 @@ class MemoryTuning:
             pending.origins = {k: "given" for k in by_key}
             self._decided(pending, configs, "the memory had nothing: every configuration")
             return configs
-        pending.retrieval_id = str(answer.get("retrieval_id") or "") or None
+        retrieval_id = answer.get("retrieval_id")
+        pending.retrieval_id = (
+            retrieval_id if isinstance(retrieval_id, str) and retrieval_id else None
+        )
         rest = [k for k in by_key if k not in pending.origins]
         rng = random.Random(f"{self.seed}:{sorted(key.items())}")
         for found in rng.sample(rest, min(len(rest), budget - len(chosen))):
@@ -266,7 +273,7 @@ class MemoryTuning:
             return self.client.suggest(**body)
         except Exception as exc:  # whatever the memory does, the user's tuning goes on
             self._down_until = time.monotonic() + RETRY_AFTER_S
-            self._warn(f"memory at {self.memory_url} unavailable ({_brief(exc)})")
+            self._warn(f"memory at {self.memory_url} unavailable ({brief(exc)})")
             return None
 
     def context(self) -> dict[str, Any]:
@@ -296,36 +303,29 @@ class MemoryTuning:
             "error": None,
         }
         self.reports.append(report)
-        if time.monotonic() < self._down_until:
+        if time.monotonic() < self._down_until or not self.reporter.submit(
+            lambda: self._send(report)
+        ):
             report["error"] = "memory unavailable"
-            return
-        thread = threading.Thread(target=self._send, args=(report,), daemon=True)
-        self._threads.append(thread)
-        thread.start()
 
     def _send(self, report: dict[str, Any]) -> None:
         try:
-            for item in report["outcomes"]:
-                self.client.report(report["retrieval_id"], item["outcome"], used=item["used"])
+            if report["retrieval_id"] is not None:
+                for item in report["outcomes"]:
+                    self.client.report(report["retrieval_id"], item["outcome"], used=item["used"])
             self.client.upload_trajectories([report["trajectory"]])
             report["sent"] = True
-        except Exception as exc:  # a report that fails must never reach the user's loop
-            report["error"] = _brief(exc)
-            self._down_until = time.monotonic() + RETRY_AFTER_S
-            self._warn(f"could not report to the memory at {self.memory_url} ({_brief(exc)})")
+        except Exception as exc:  # the reporter warns once; it never reaches the user's loop
+            report["error"] = brief(exc)
+            raise
+
+    def _report_failed(self, message: str) -> None:
+        self._down_until = time.monotonic() + RETRY_AFTER_S
+        self._warn(f"{message} at {self.memory_url}")
 
     def flush(self, timeout_s: float | None = None) -> bool:
         """Wait for the reports in flight (at most `timeout_s` in all); True when none is left."""
-        deadline = time.monotonic() + (self.timeout_s * 4 if timeout_s is None else timeout_s)
-        for thread in list(self._threads):
-            thread.join(max(0.0, deadline - time.monotonic()))
-        self._threads = [t for t in self._threads if t.is_alive()]
-        return not self._threads
-
-
-def _brief(exc: BaseException) -> str:
-    text = str(exc).splitlines()[0] if str(exc) else ""
-    return f"{type(exc).__name__}: {text}"[:200]
+        return self.reporter.flush(self.timeout_s * 4 if timeout_s is None else timeout_s)
 
 
 _LIVE: weakref.WeakSet[MemoryTuning] = weakref.WeakSet()

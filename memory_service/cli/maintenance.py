@@ -1,5 +1,6 @@
-"""`tunemem values rebuild`, `tunemem reindex` (rebuild derived state from SQL) and
-`tunemem migrate` (upgrade the SQL schema)."""
+"""`tunemem values rebuild`, `tunemem reindex` (rebuild derived state from SQL),
+`tunemem doctor` (repair stored records the door now refuses) and `tunemem migrate` (upgrade the
+SQL schema)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from memory_service.cli.common import (
     UrlOpt,
     console,
     fail,
+    open_local,
     open_service,
     run_guarded,
     settings_for,
@@ -31,6 +33,31 @@ def reindex(url: UrlOpt = None, data_dir: DataDirOpt = None) -> None:
     """Rebuild the vector index from the SQL store."""
     n = run_guarded(lambda: open_service(url, data_dir).reindex())
     console.print(f"indexed {n} lessons")
+
+
+def doctor(
+    data_dir: DataDirOpt = None,
+    fix: Annotated[bool, typer.Option("--fix", help="repair what is found")] = False,
+    tenant: Annotated[str | None, typer.Option(help="the tenant (default: the store's)")] = None,
+) -> None:
+    """Find stored lesson hints and run attempts the door now refuses (a list where a value
+    goes, a statistic that is not a number, a latency outside 1e-9..1e9 ms); --fix drops the
+    unusable hint parts, deletes list-valued attempts and clears out-of-range latencies."""
+    report = run_guarded(lambda: open_local(data_dir).doctor(fix, tenant=tenant))
+    for line in report.lessons + report.attempts:
+        console.print(line, markup=False, highlight=False)
+    if not report.problems:
+        console.print("the store holds no unusable hint or attempt")
+    elif fix:
+        console.print(
+            f"repaired {len(report.lessons)} lesson(s) and {len(report.attempts)} attempt(s)"
+        )
+    else:
+        console.print(
+            f"{len(report.lessons)} lesson(s) and {len(report.attempts)} attempt(s) to repair: "
+            "run tunemem doctor --fix"
+        )
+        raise typer.Exit(1)
 
 
 def migrate_cmd(

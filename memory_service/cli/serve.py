@@ -40,7 +40,15 @@ def serve(
 
     # uvloop and httptools when installed (uvicorn's "auto" picks them), no per-request log
     # line unless asked: /metrics counts requests.
-    options = dict(host=host, port=port, log_level="info", access_log=access_log)
+    # A stop (SIGTERM, Ctrl-C) waits for requests in flight at most this long: each suggest is
+    # bounded by its deadline, so they are done well before.
+    options = dict(
+        host=host,
+        port=port,
+        log_level="info",
+        access_log=access_log,
+        timeout_graceful_shutdown=30,
+    )
     if workers > 1:
         settings = settings_for(data_dir)
         if settings.database_url is None or settings.index != "chroma-http":

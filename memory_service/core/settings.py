@@ -90,6 +90,19 @@ class _ServiceSettings(BaseSettings):
         description="seconds a suggest waits for a model being (re)trained; 0: it never waits "
         "and answers with the previous model, or without one",
     )
+    suggest_deadline_s: float = Field(
+        10.0,
+        gt=0.0,
+        le=600.0,
+        description="seconds a suggest's search may run; past it the answer holds what was "
+        "found, with a warning",
+    )
+    suggest_concurrency: int = Field(
+        4,
+        ge=0,
+        description="suggests one server process computes at once; more get 429 busy with "
+        "Retry-After; 0 turns the cap off",
+    )
 
     dedup_threshold: float = Field(0.95, gt=0.0, le=1.0, description="near-duplicate cosine")
     max_body_bytes: int = Field(8 * 1024 * 1024, gt=0, description="largest accepted request")

@@ -6,6 +6,7 @@ nothing because the service validates before it writes and writes in one transac
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Annotated, Any
 
@@ -81,6 +82,8 @@ def create_app(service: MemoryService) -> FastAPI:
     app.state.service = service
     rate = service.settings.write_rate_per_minute
     app.state.write_quota = SharedWriteQuota(service.engine, rate) if rate > 0 else None
+    slots = service.settings.suggest_concurrency
+    app.state.suggest_slots = threading.BoundedSemaphore(slots) if slots > 0 else None
     registry = CollectorRegistry()
     requests_total = Counter(
         "tunemem_requests_total", "HTTP requests", ["route", "status"], registry=registry

@@ -6,11 +6,18 @@ past that the request gets 429 `rate_limited` with `Retry-After` (seconds until 
 allowed again) and changes nothing. The buckets are rows of the SQL store
 (`memory_service.core.access.quota`), so the limit holds across all the API workers of one store.
 Keyless loopback requests (the embedded default, one local user) are not limited.
+
+Suggest is capped by concurrency instead: one server process computes at most
+`suggest_concurrency` suggests at once (each bounded by `suggest_deadline_s`); one more gets 429
+`busy` with `Retry-After: 1` at once, so a flood of expensive suggests costs the server that
+many threads, never all of them.
 """
 
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends, Header, Request
@@ -55,3 +62,24 @@ async def within_write_quota(
 
 
 WriterDep = Annotated[Caller, Depends(within_write_quota)]
+
+
+class SuggestBusy(RateLimited):
+    code = "busy"
+
+
+async def suggest_slot(request: Request, who: AgentDep) -> AsyncIterator[Caller]:
+    """An agent caller holding one of the process's suggest slots while its request runs."""
+    slots: threading.BoundedSemaphore | None = getattr(request.app.state, "suggest_slots", None)
+    if slots is None:
+        yield who
+        return
+    if not slots.acquire(blocking=False):
+        raise SuggestBusy("the server is computing as many suggests as it allows; retry", 1.0)
+    try:
+        yield who
+    finally:
+        slots.release()
+
+
+SuggestDep = Annotated[Caller, Depends(suggest_slot)]

@@ -48,11 +48,13 @@ def test_absurd_latencies_are_rejected_entries_and_distillation_goes_on(tmp_path
         str(i): {"block_size_x": i % 7, "time": 1e308 if i % 3 == 0 else float(i)}
         for i in range(1, 60)
     }
-    entries["1"]["time"] = 1e-20  # kept, but too small to count as a measurement
+    # Below the 1e-9 ms floor that /v1/outcomes keeps too (issue 30): a reject, not a latency.
+    entries["1"]["time"] = 1e-20
     path = _write(tmp_path / "a100.json", _cache_doc("NVIDIA A100-PCIE-40GB", entries))
     (traj,), rejects = _split(list(read_any([path])))
-    assert len(rejects) == 19
-    assert all("1e+308" in r.reason and "latency" in r.reason for r in rejects)
+    assert len(rejects) == 20
+    assert all(("1e+308" in r.reason or "1e-20" in r.reason) for r in rejects)
+    assert all("latency" in r.reason for r in rejects)
     drafts = distill(traj)
     assert drafts and all(d.hint is None or "inf" not in json.dumps(d.hint) for d in drafts)
 

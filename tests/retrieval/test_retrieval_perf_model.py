@@ -174,3 +174,33 @@ def test_encoding_maps_values_into_the_unit_interval() -> None:
     words = ParamEncoding.of("vector", ["x4", "none", "x2"])
     assert [words.encode(v) for v in ("none", "x2", "x4")] == [0.0, 0.5, 1.0]
     assert words.encode("unknown") == 0.0
+
+
+def test_a_long_run_is_fitted_on_a_bounded_subsample(model) -> None:  # type: ignore[no-untyped-def]
+    """3,000 observations (a suggest accepts 10,000) cost what FIT_OBSERVATIONS do: chips x n x
+    n rank matrices and n x n GP matrices would take hundreds of MB here (issue 30, case 2)."""
+    import random
+    import tracemalloc
+
+    from retrieval.perf_search import FIT_OBSERVATIONS
+
+    rng = random.Random(0)
+    wide = {"block": [2**i for i in range(7)], "tile": list(range(1, 129)), "unroll": [0, 1]}
+    wide["vector"] = VALUES["vector"]
+    keys = list(itertools.product(*(wide[p] for p in PARAMS)))
+    observed = rng.sample(keys, 3000)
+    observations = [
+        (key, 1.0 + 0.4 * (math.log2(key[0]) - 4) ** 2 + 0.01 * key[1]) for key in observed
+    ]
+    tracemalloc.start()
+    try:
+        posterior = fit_posterior(model, observations, {"chip-a": 0.5, "chip-b": 0.5}, seed=0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 2**20, f"peak {peak / 2**20:.0f} MB"
+    assert posterior.n_observations == 3000 and posterior.n_fit == FIT_OBSERVATIONS
+    # The fastest observation is in the fit, and nothing observed is suggested again.
+    assert posterior.best == pytest.approx(math.log(min(ms for _, ms in observations)))
+    tried = set(observed)
+    assert all(s.key not in tried for s in posterior.suggest(10))

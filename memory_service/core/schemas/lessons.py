@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ingest.validate import json_problem
+from ingest.validate import hint_problem, json_problem
 from memory_service.core.schemas.inbound import Inbound
 from memory_service.core.schemas.transfer import (
     EvidencePublic,
@@ -46,6 +46,19 @@ def _bounded_json(value: dict[str, Any]) -> dict[str, Any]:
 
 # A free JSON object, bounded in depth and size, strict (finite numbers only).
 FreeJSON = Annotated[dict[str, Any], AfterValidator(_bounded_json)]
+
+
+def _usable_hint(value: dict[str, Any]) -> dict[str, Any]:
+    problem = hint_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+# A lesson hint as a client sends it: free JSON whose parts the suggester reads have its shapes
+# (`ingest.validate.hint_problem`). Stored hints are read as FreeJSON and checked again by the
+# suggester, which leaves out what it cannot use.
+HintIn = Annotated[dict[str, Any], AfterValidator(_bounded_json), AfterValidator(_usable_hint)]
 # A number a client sends: finite, and true/false are not numbers.
 Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 
@@ -77,6 +90,7 @@ class LessonBase(BaseModel):
 class LessonCreate(Inbound, LessonBase):
     model_config = ConfigDict(extra="forbid")
 
+    hint: HintIn | None = None
     provenance: FreeJSON = Field(default_factory=dict)
 
 
@@ -97,7 +111,7 @@ class LessonUpdate(Inbound):
 
     kind: LessonKind | None = None
     text: str | None = Field(None, min_length=1, max_length=20_000)
-    hint: FreeJSON | None = None
+    hint: HintIn | None = None
     applicability: Applicability | None = None
 
     @model_validator(mode="after")

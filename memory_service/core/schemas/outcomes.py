@@ -7,10 +7,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ingest.validate import MAX_LATENCY_MS
+from ingest.validate import MAX_LATENCY_MS, MIN_LATENCY_MS
 from memory_service.core.schemas.inbound import Inbound
 
-Latency = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=1e-9, le=MAX_LATENCY_MS)]
+Latency = Annotated[
+    float, Field(strict=True, allow_inf_nan=False, ge=MIN_LATENCY_MS, le=MAX_LATENCY_MS)
+]
 
 
 class OutcomeIn(Inbound):

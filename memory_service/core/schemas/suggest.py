@@ -3,8 +3,10 @@ never renamed).
 
 A space is parameter names with their allowed scalar values, and optionally the caller's own
 list of valid configurations (a restriction it already applied). Everything is bounded at the
-door: at most 64 parameters of at most 1,000 values, 50,000 valid configurations and 10,000
-observations, so a request that is accepted can be answered.
+door: at most 64 parameters of at most 1,000 values (integers within 64 bits), 50,000 valid
+configurations and 10,000 observations, so a request that is accepted can be answered: the
+performance model is refit on at most 256 of the observations
+(`retrieval.perf_search.FIT_OBSERVATIONS`) and the search stops at `suggest_deadline_s`.
 """
 
 from __future__ import annotations
@@ -32,11 +34,11 @@ MAX_VALID = 50_000
 MAX_OBSERVATIONS = 10_000
 
 ParamName = Annotated[str, Field(min_length=1, max_length=128)]
-# A parameter value: a boolean, an integer, a finite number or a short string (bool first, so
-# true stays true and is not read as 1).
+# A parameter value: a boolean, an integer within 64 bits, a finite number or a short string
+# (bool first, so true stays true and is not read as 1).
 Scalar = (
     StrictBool
-    | StrictInt
+    | Annotated[StrictInt, Field(gt=-(2**63), lt=2**63)]
     | Annotated[float, Field(strict=True, allow_inf_nan=False)]
     | Annotated[str, Field(strict=True, max_length=256)]
 )

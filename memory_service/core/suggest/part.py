@@ -7,10 +7,14 @@ configurations of the space and fills up with its search. A performance model pl
 `model`: given the request, the resolved chip and the tenant, it returns a
 `retrieval.suggest.ModelProposer` (or None when it has nothing for the task); its suggestions
 (source "model") come after the memory's and before the search's.
+
+Every input it accepts is answered within the deadline (`suggest_deadline_s`, the search stops
+there and says so), and a stored hint it cannot use is left out and named in the warnings.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +34,7 @@ from retrieval.suggest import (
     Suggestion,
     SuggestState,
     config_key,
+    identity,
     project,
     suggest,
 )
@@ -77,13 +82,14 @@ def _credited_observations(
             for base in (None, best):
                 projected = project(config, space, base)
                 if projected is not None:
-                    owners.setdefault(config_key(space, projected), []).append(lesson.id)
+                    key = identity(config_key(space, projected))
+                    owners.setdefault(key, []).append(lesson.id)
     return tuple(
         Observation(
             o.config,
             o.feasible,
             o.latency_ms,
-            tuple(dict.fromkeys(owners.get(config_key(space, o.config), []))),
+            tuple(dict.fromkeys(owners.get(identity(config_key(space, o.config)), []))),
         )
         for o in request.observations
     )
@@ -92,11 +98,18 @@ def _credited_observations(
 class Suggestions:
     """Suggest configurations for a task from the memory's lessons, then search."""
 
-    def __init__(self, learning: LearningLoop, model: ModelFactory | None = None):
+    def __init__(
+        self,
+        learning: LearningLoop,
+        model: ModelFactory | None = None,
+        deadline_s: float = 10.0,
+    ):
         self.learning = learning
         self.model = model
+        self.deadline_s = deadline_s
 
     def suggest(self, request: SuggestRequest, *, tenant: str | None = None) -> SuggestResponse:
+        deadline = time.monotonic() + self.deadline_s
         for i, observation in enumerate(request.observations):
             problem = request.space.problem(observation.config)
             if problem:
@@ -131,7 +144,7 @@ class Suggestions:
         )
         seed = request.seed if request.seed is not None else len(request.observations)
         model = self.model(request, retrieval.chip, tenant) if self.model else None
-        chosen = suggest(state, request.k, seed, model, wide_search_step)
+        chosen = suggest(state, request.k, seed, model, wide_search_step, deadline)
         return SuggestResponse(
             retrieval_id=retrieval.retrieval_id,
             stage=stage,
@@ -169,6 +182,12 @@ class Suggestions:
                 "the memory holds no configuration for this task: the suggestions come from "
                 "search alone"
             )
-        if n < request.k:
+        if state.timed_out:
+            out.append(
+                f"the search stopped at its deadline with {n} of {request.k} configuration(s)"
+            )
+        elif n < request.k:
             out.append(f"only {n} untried configuration(s) left in the space")
+        for lesson_id, why in dict.fromkeys(state.now.skipped):
+            out.append(f"lesson {lesson_id}: {why}; that part of its hint is left out")
         return out

@@ -7,7 +7,10 @@ model is a cache, never a second source of truth: each request compares a finger
 family's stored trajectories (count, attempts, newest) with the one the cached model was built
 from, and when they differ a rebuild starts on a background thread. The request never waits for
 a full training unless `model_wait_s` says so: it answers with the previous model, or without
-one while the first build runs.
+one while the first build runs. A stored attempt the model cannot use (a parameter value that
+is a list or an object, a latency outside 1e-9..1e9 ms: a store written before the upload door
+checked them) is left out, counted in `BuiltModel.skipped` and logged; it never turns the
+family's model off.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from sqlalchemy import func
 from sqlmodel import col, select
 
 from ingest.records import is_feasible
+from ingest.validate import MAX_LATENCY_MS, MIN_LATENCY_MS, scalar_problem
 from memory_service.core.sql.store import Store
 from memory_service.core.sql.tables import Attempt, Trajectory
 from retrieval.perf_model import ChipSpace, FamilyModel, build_family_model
@@ -46,6 +50,7 @@ class BuiltModel:
     columns: dict[str, tuple[str, str | None]]  # column label -> (chip, problem key)
     build_s: float
     n_configs: int
+    skipped: int = 0  # stored attempts left out: unusable parameter values
 
 
 def problem_key(signature: dict[str, Any] | None) -> str:
@@ -57,7 +62,14 @@ def problem_key(signature: dict[str, Any] | None) -> str:
 
 def _latency(attempt: Attempt) -> float | None:
     ok = is_feasible(attempt.compiled, attempt.correct, attempt.error_category)
-    return attempt.latency_ms if ok and attempt.latency_ms and attempt.latency_ms > 0 else None
+    ms = attempt.latency_ms
+    if not ok or not isinstance(ms, int | float) or not MIN_LATENCY_MS <= ms <= MAX_LATENCY_MS:
+        return None
+    return float(ms)
+
+
+def _usable_params(params: Any, names: tuple[str, ...]) -> bool:
+    return isinstance(params, dict) and all(scalar_problem(params[p], p) is None for p in names)
 
 
 class PerformanceModels:
@@ -117,30 +129,37 @@ class PerformanceModels:
     def _build(self, key: FamilyKey, fingerprint: Fingerprint) -> BuiltModel | None:
         tenant, op, params = key
         started = time.perf_counter()
+        skipped = 0
         try:
-            spaces, columns = self._spaces(tenant, op, params)
+            spaces, columns, skipped = self._spaces(tenant, op, params)
             n_configs = sum(len(space.measurements) for space in spaces)
             model = build_family_model(params, spaces, seed=self.seed) if spaces else None
         except Exception:  # a failed build leaves suggest without a model, never failing it
             log.exception("building the model of %s failed", op)
             model, columns, n_configs = None, {}, 0
         built = (
-            BuiltModel(model, fingerprint, columns, time.perf_counter() - started, n_configs)
+            BuiltModel(
+                model, fingerprint, columns, time.perf_counter() - started, n_configs, skipped
+            )
             if model is not None
             else None
         )
         with self._lock:
             self._cache[key] = built
             self._built[key] = fingerprint
+        if skipped:
+            log.warning("model of %s: %d stored attempt(s) left out (unusable values)", op, skipped)
         if built is not None:
             log.info("model of %s: %d configurations in %.1f s", op, n_configs, built.build_s)
         return built
 
     def _spaces(
         self, tenant: str, op: str, params: tuple[str, ...]
-    ) -> tuple[list[ChipSpace], dict[str, tuple[str, str | None]]]:
-        """Every stored configuration of the family, grouped by chip and problem."""
+    ) -> tuple[list[ChipSpace], dict[str, tuple[str, str | None]], int]:
+        """Every stored configuration of the family, grouped by chip and problem, and how many
+        attempts of the family were left out as unusable."""
         wanted = set(params)
+        skipped = 0
         groups: dict[tuple[str, str], dict[tuple[Any, ...], float | None]] = {}
         signatures: dict[tuple[str, str], dict[str, Any]] = {}
         with self.store.session() as session:
@@ -161,8 +180,12 @@ class PerformanceModels:
                     (trajectory.chip, problem), dict((trajectory.task or {}).get("signature") or {})
                 )
                 for attempt in attempts:
-                    if set(attempt.params) == wanted:
+                    if not isinstance(attempt.params, dict) or set(attempt.params) != wanted:
+                        continue
+                    if _usable_params(attempt.params, params):
                         group[tuple(attempt.params[p] for p in params)] = _latency(attempt)
+                    else:
+                        skipped += 1
         groups = {k: v for k, v in groups.items() if v}
         problems_of: dict[str, int] = {}
         for chip, _ in groups:
@@ -174,4 +197,4 @@ class PerformanceModels:
             columns[label] = (chip, problem)
             key = KeyContext.of(signatures.get((chip, problem)), chip)
             spaces.append(ChipSpace(label, measurements, key))
-        return spaces, columns
+        return spaces, columns, skipped

@@ -17,7 +17,7 @@ from memory_service.core.schemas.learning import RetrieveRequest, RetrieveRespon
 from memory_service.core.schemas.outcomes import ReportRequest, ReportResponse
 from memory_service.core.schemas.suggest import SuggestRequest, SuggestResponse
 from memory_service.http.deps import AgentDep, ServiceDep
-from memory_service.http.ratelimit import WriterDep
+from memory_service.http.ratelimit import SuggestDep, WriterDep
 
 router = APIRouter(tags=["learning"])
 
@@ -29,7 +29,7 @@ async def retrieve(body: RetrieveRequest, svc: ServiceDep, who: AgentDep) -> Ret
 
 
 @router.post("/v1/suggest", response_model=SuggestResponse)
-async def suggest(body: SuggestRequest, svc: ServiceDep, who: AgentDep) -> SuggestResponse:
+async def suggest(body: SuggestRequest, svc: ServiceDep, who: SuggestDep) -> SuggestResponse:
     """Untried valid configurations of a parameter space, in the memory's order, then search."""
     return await run_in_threadpool(svc.suggest, body, tenant=who.tenant)
 
