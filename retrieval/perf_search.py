@@ -21,7 +21,8 @@ per stored chip (from chip similarity: descriptors), and returns a `Posterior`:
    κ = 3 outcomes, the rank correlation of the prediction with what the run measured.
 5. Acquisition: expected improvement over the best observed latency (without a feasible
    observation, the lowest predicted latency), each pick of a batch discounting the candidates
-   near the earlier ones so a batch does not spend itself on one basin. Where the memory is
+   near the earlier ones, as much as the memory is unsure (1 - confidence), so a batch does not
+   spend itself on one basin the memory cannot vouch for. Where the memory is
    unsure, a share (1 - confidence) / 2 of the batch explores instead: space-filling picks, the
    candidates farthest from everything tried among those whose optimistic prediction (lower
    90% bound) is in the better half. Every suggestion carries the confidence and its purpose.
@@ -48,15 +49,23 @@ from scipy.special import ndtr
 
 from retrieval.perf_gp import Residual, distances
 from retrieval.perf_model import ConfigKey, FamilyModel, FloatArray
+from retrieval.perf_weights import chip_weights, run_confidence
 
-PRIOR_KAPPA = 2.0  # observations worth of prior weight on the chip weights
-BOOTSTRAP = 64  # resamples for the chip weights
 SLOPE_RIDGE = 0.5  # shrinkage of the calibration slope towards 1
 INTERVAL_Z = 1.645  # a 90% interval
 # The GP is evaluated on a shortlist: the candidates the calibrated ensemble rates best,
 # optimistically (mean minus two deviations), and a seeded sample of the rest.
 SHORTLIST = 1500
 SHORTLIST_SAMPLE = 500
+POOLED = "pooled"  # the pooled model's column (`retrieval.perf_pooled`)
+# Share of the prior weight of the pooled column: half when no stored column was measured at
+# the run's problem (the key is new); none when one was (the column is left out): across chips
+# at one problem, three chips' descriptors are too few to generalise from (development data,
+# self-fed convolution, leave-one-chip-out, one seed: a share of 0.5 took the W6600 from 0.99
+# to 0.82 of its optimum at 50 evaluations, 0.1 the mean at 100 from 0.96 to 0.80).
+POOLED_SHARE_NEW_KEY = 0.5
+POOLED_SHARE_KNOWN_KEY = 0.0
+EXPLORE_SHARE = 0.5  # share of a batch that explores when the confidence is 0
 # Feasible observations the chip weights and the residual GP are fitted on, at most: a model
 # step of a long run costs what one of this many observations does (well under a second).
 FIT_OBSERVATIONS = 256
@@ -74,18 +83,6 @@ def fit_subsample(y: FloatArray, rng: np.random.Generator) -> npt.NDArray[np.int
     return np.asarray(np.sort(np.concatenate([best, rest])), dtype=np.int64)
 
 
-POOLED = "pooled"  # the pooled model's column (`retrieval.perf_pooled`)
-# Share of the prior weight of the pooled column: half when no stored column was measured at
-# the run's problem (the key is new); none when one was (the column is left out): across chips
-# at one problem, three chips' descriptors are too few to generalise from (development data,
-# self-fed convolution, leave-one-chip-out, one seed: a share of 0.5 took the W6600 from 0.99
-# to 0.82 of its optimum at 50 evaluations, 0.1 the mean at 100 from 0.96 to 0.80).
-POOLED_SHARE_NEW_KEY = 0.5
-POOLED_SHARE_KNOWN_KEY = 0.0
-CONFIDENCE_KAPPA = 3.0  # outcomes worth of the prior confidence
-EXPLORE_SHARE = 0.5  # share of a batch that explores when the confidence is 0
-
-
 @dataclass(frozen=True)
 class ModelSuggestion:
     """One configuration the model proposes, with what it rests on."""
@@ -100,28 +97,6 @@ class ModelSuggestion:
     drivers: list[tuple[str, Any, float]]  # (parameter, value, predicted latency ratio)
     confidence: float = 1.0  # how far the memory's prediction holds here (module, 4.)
     purpose: str = "exploit"  # "exploit" (expected improvement) or "explore" (space-filling)
-
-
-def _chip_weights(
-    y: FloatArray, at: FloatArray, prior: FloatArray, rng: np.random.Generator
-) -> FloatArray:
-    """RGPE-style weights: share of bootstrap resamples each column misranks least."""
-    n = len(y)
-    if n < 2 or at.shape[1] == 0:
-        return prior
-    # misranked[s, i, j]: column s orders observations i and j against what was measured. A
-    # resample's misranks are c' M_s c with c the resample's count of each observation.
-    truth = y[:, None] < y[None, :]
-    misranked = (at.T[:, :, None] < at.T[:, None, :]) != truth[None]
-    counts = np.zeros((BOOTSTRAP, n))
-    draws = rng.integers(0, n, size=(BOOTSTRAP, n))
-    np.add.at(counts, (np.arange(BOOTSTRAP)[:, None], draws), 1.0)
-    weights_of = misranked.astype(np.float64)
-    misranks = np.stack([((counts @ m) * counts).sum(axis=1) for m in weights_of], axis=1)
-    wins = misranks <= misranks.min(axis=1, keepdims=True) + 1e-9
-    share = (wins / wins.sum(axis=1, keepdims=True)).mean(axis=0)
-    weights = (n * share + PRIOR_KAPPA * prior) / (n + PRIOR_KAPPA)
-    return np.asarray(weights / weights.sum(), dtype=np.float64)
 
 
 class _Keys:
@@ -178,7 +153,7 @@ class Posterior:
         fit = fit_subsample(all_y, rng)
         rows, y = all_rows[fit], all_y[fit]
         self.n_fit = len(y)
-        self.weights = _chip_weights(y, columns[rows], prior, rng)
+        self.weights = chip_weights(y, columns[rows], prior, rng)
         m = columns @ self.weights
         spread = ((columns - m[:, None]) ** 2) @ self.weights
         a, b = 0.0, 1.0
@@ -189,7 +164,7 @@ class Posterior:
             a = float(all_y.mean() - b * m[all_rows].mean())
         self.mean = a + b * m
         self.var = b * b * spread + 1e-4
-        self.confidence = _confidence(prior_confidence, self.mean[rows], y)
+        self.confidence = run_confidence(prior_confidence, self.mean[rows], y)
         self.length = 0.2 * math.sqrt(max(1, features.shape[1]))
         if len(y) >= 2:
             width = math.sqrt(max(1, int((features.max(0) > features.min(0)).sum())))
@@ -244,7 +219,9 @@ class Posterior:
             picks.append((i, "exploit"))
             chosen.append(i)
             near = distances(self.features, self.features[i : i + 1])[:, 0]
-            discount = 1.0 - np.exp(-((near / self.length) ** 2))
+            # As unsure as the memory is: a sure one keeps its ranking (full recorded spaces:
+            # a full discount cost convolution on the A4000 0.99 -> 0.79 at 5 evaluations).
+            discount = 1.0 - (1.0 - self.confidence) * np.exp(-((near / self.length) ** 2))
             score = np.where(np.isfinite(score), score * discount, score)
             score[i] = -np.inf
         if n_explore:
@@ -320,21 +297,6 @@ class Posterior:
             effects.append((abs(effect), name, self.keys[i][j], round(math.exp(effect), 3)))
         effects.sort(key=lambda e: (-e[0], e[1]))
         return [(name, value, ratio) for _, name, value, ratio in effects[:top] if ratio != 1.0]
-
-
-def _confidence(prior: float, predicted: FloatArray, measured: FloatArray) -> float:
-    """The prior confidence, then the rank correlation of the prediction with the run's
-    outcomes (negative counts as 0), shrunk towards the prior by `CONFIDENCE_KAPPA`."""
-    n = len(measured)
-    if n < 3:
-        return prior
-    ranks_p = np.argsort(np.argsort(predicted, kind="stable"), kind="stable").astype(float)
-    ranks_m = np.argsort(np.argsort(measured, kind="stable"), kind="stable").astype(float)
-    if ranks_p.std() == 0 or ranks_m.std() == 0:
-        rho = 0.0
-    else:
-        rho = float(np.corrcoef(ranks_p, ranks_m)[0, 1])
-    return (n * max(0.0, rho) + CONFIDENCE_KAPPA * prior) / (n + CONFIDENCE_KAPPA)
 
 
 def fit_posterior(

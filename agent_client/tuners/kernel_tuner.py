@@ -49,14 +49,7 @@ VALID_SENT_MAX = 50_000
 
 # Kernel Tuner's kernel languages and the memory's backends (OpenCL runs on every vendor:
 # the device name has to tell).
-LANG_BACKENDS = {
-    "CUDA": "cuda",
-    "CUPY": "cuda",
-    "NVCUDA": "cuda",
-    "HIP": "hip",
-    "C": "cpu",
-    "FORTRAN": "cpu",
-}
+LANG_BACKENDS = {"CUDA": "cuda", "CUPY": "cuda", "NVCUDA": "cuda", "HIP": "hip", "C": "cpu"}
 
 
 def kernel_backend(runner: Any, kernel_options: Any) -> str | None:
@@ -371,14 +364,15 @@ class _Run:
         client = self.strategy.client
         if client is None:
             return
-        if self.chip.backend == UNKNOWN_BACKEND:
-            self.strategy.warn(
-                f"the run is not uploaded: Kernel Tuner names the device {self.chip.raw!r} and "
-                "its kernel language does not tell the backend (pass chip= or lang=)"
-            )
-        elif self.strategy.upload and self.attempts and self.reachable:
-            run = self.trajectory()
-            self.reporter.submit(lambda: client.upload_trajectories([run]))
+        if self.strategy.upload and self.attempts and self.reachable:
+            if self.chip.backend == UNKNOWN_BACKEND:
+                self.strategy.warn(
+                    f"the run is not uploaded: Kernel Tuner names the device {self.chip.raw!r} "
+                    "and its kernel language does not tell the backend (pass chip= or lang=)"
+                )
+            else:
+                run = self.trajectory()
+                self.reporter.submit(lambda: client.upload_trajectories([run]))
         self.reporter.flush(2 * self.strategy.timeout_s)
 
     def trajectory(self) -> dict[str, Any]:
