@@ -16,8 +16,6 @@ TASK_MODULES: dict[str, str] = {
     "gemm": "kernels.tasks.gemm",
     "attention": "kernels.tasks.attention",
     "decode_attention": "kernels.tasks.decode_attention",
-    "fused_moe": "kernels.tasks.fused_moe",
-    "fused_moe_fp8": "kernels.tasks.fused_moe_fp8",
 }
 
 
