@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.perf_model import ConfigKey, FloatArray, ParamEncoding
+from retrieval.perf_encoding import ConfigKey, FloatArray, ParamEncoding
 
 GRID_SIZES = ("x", "y", "z", "m", "n")
 LOOP_SIZES = ("k",)

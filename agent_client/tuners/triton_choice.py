@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeAlias
 
 from agent_client.tuners.triton_records import (
     Pending,
@@ -22,8 +22,8 @@ from agent_client.tuners.triton_records import (
 )
 from agent_client.tuners.triton_rounds import Pick, RoundPolicy, RoundSearch
 
-if TYPE_CHECKING:
-    from agent_client.tuners.triton_autotune import MemoryTuning
+# `tuning` below is the calling `triton_autotune.MemoryTuning` (not imported: it imports this).
+MemoryTuning: TypeAlias = Any
 
 # Suggestion sources that rest on what the memory holds (the rest is the service's search).
 INFORMED = frozenset({"exemplar", "preference", "model"})

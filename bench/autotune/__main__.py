@@ -1,5 +1,5 @@
 """`python -m bench.autotune`: the same as `tunemem bench autotune`."""
 
-from bench.autotune.run import main
+from bench.autotune.command import main
 
 raise SystemExit(main())

@@ -136,6 +136,9 @@ def tune_shape(
             kernel=task.kernel,
             options=options,
             seed=seed,
+            # The benchmark measures the memory's choices, not its deadline: a suggest may wait
+            # for the model trained on what the previous shape reported.
+            timeout_s=60.0,
         )
         tuning = kernel._tunemem
     _sync(device)

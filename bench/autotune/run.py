@@ -299,25 +299,3 @@ class AutotuneBench:
                 self.args.trajectories / f"{self.args.name}-{name}.jsonl",
             )
         return report
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    if args.device == "cuda":
-        import torch
-
-        if not torch.cuda.is_available():
-            raise RuntimeError("bench autotune needs an NVIDIA GPU with CUDA; none is visible")
-    if args.cold:
-        from bench.autotune.cold import ColdAutotuneBench, render_cold
-
-        print(render_cold(ColdAutotuneBench(args).run()))
-        return 0
-    report = AutotuneBench(args).run()
-    if not args.full_only:
-        print(render_markdown(report))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -272,7 +272,7 @@ def bench_autotune(
 ) -> None:
     """The full triton.autotune against the memory's drop-in on held-out kernel shapes: autotune
     wall seconds and the chosen configurations' speed (needs an NVIDIA GPU, or --device cpu)."""
-    from bench.autotune.run import main as autotune_main
+    from bench.autotune.command import main as autotune_main
 
     if device not in ("cuda", "cpu"):
         err.print(f"error: --device must be cuda or cpu, not {device!r}")

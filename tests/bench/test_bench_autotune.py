@@ -45,7 +45,7 @@ def synthetic_sweep(task, case) -> dict:
 
 
 def test_bench_autotune_protocol_on_the_interpreter(tmp_path, monkeypatch):
-    from bench.autotune.run import main
+    from bench.autotune.command import main
 
     task = get_task("decode_attention")
     sweeps = tmp_path / "sweeps"
@@ -77,7 +77,7 @@ def test_bench_autotune_protocol_on_the_interpreter(tmp_path, monkeypatch):
 def test_bench_autotune_cold_protocol_on_the_interpreter(tmp_path):
     """--cold: an empty memory, the shapes in a seeded order, the first timed in full, the next
     within top_k with the first one's timings remembered; re-timed against the sweep's best."""
-    from bench.autotune.run import main
+    from bench.autotune.command import main
 
     task = get_task("decode_attention")
     sweeps = tmp_path / "sweeps"
