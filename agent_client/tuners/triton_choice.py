@@ -52,6 +52,8 @@ def choose(
         return _everything(
             tuning, pending, configs, "the memory could not help: every configuration"
         )
+    # The memory is untrusted: only configurations of the given list count as an answer.
+    opening = [p for p in opening if p.config in by_key]
     if not any(p.origin.removeprefix("memory:") in INFORMED for p in opening):
         tuning._warn(f"the memory at {tuning.memory_url} has nothing for {task['kernel']} here")
         return _everything(tuning, pending, configs, "the memory had nothing: every configuration")
@@ -87,6 +89,8 @@ def choose(
     pending.retrieval_id = next(iter(pending.retrievals.values()), None)
     pending.search = result
     chosen = [by_key[found] for found in pending.origins]
+    if not chosen:  # nothing usable came back: Triton's own behaviour
+        return _everything(tuning, pending, configs, "the memory had nothing: every configuration")
     decided(tuning, pending, chosen, "memory")
     assert tuning.last_decision is not None
     tuning.last_decision["bench_s"] = bench_s
