@@ -13,9 +13,14 @@ UV_VERSION := 0.13.9
 # read pip's configuration, so it is told where. Without the folder, torch comes from PyPI.
 FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels)
 # uv installs in parallel (about 4x faster than pip here); progress.py reports while it is quiet.
+# --compile-bytecode writes every package's .pyc at install: without them (PYTHONDONTWRITEBYTECODE
+# set, as on some CI and container images) each command recompiles its imports from source,
+# which doubled a `tunemem ... --url` command (0.9 s against 0.45 s here).
 PROGRESS := $(PYTHON) tools/progress.py
 UV_INSTALL := $(PROGRESS) --label installing -- $(BIN)/uv pip install --python $(BIN)/python \
-	$(FIND_LINKS) torch==2.13.0
+	--compile-bytecode $(FIND_LINKS) torch==2.13.0
+# The project's own packages are installed editable, which uv does not compile.
+COMPILE_OWN := $(BIN)/python -m compileall -q memory_service retrieval ingest agent_client platforms kernels bench >/dev/null
 
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -33,12 +38,14 @@ $(BIN)/uv:
 $(SERVE_STAMP): pyproject.toml | $(BIN)/uv
 	@echo "make: installing the service's packages (the first time about a minute)"
 	$(UV_INSTALL) -e '.[server]'
+	$(COMPILE_OWN)
 	touch $(SERVE_STAMP)
 
 # Everything: the service, Triton for the kernels, the test and lint tools.
 $(STAMP): pyproject.toml | $(BIN)/uv
 	@echo "make: installing every package (service, Triton, test and lint tools)"
 	$(UV_INSTALL) -e '.[dev,server,kernels]'
+	$(COMPILE_OWN)
 	touch $(STAMP) $(SERVE_STAMP)
 
 install: $(STAMP)

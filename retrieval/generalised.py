@@ -34,29 +34,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 
 from platforms.similarity import chip_similarity
+from retrieval.generalised_settings import GeneralisedSettings
 from retrieval.recorded import SourceReach, chip_agreement, reach_reward
 from retrieval.rewards import REWARD_MAX, REWARD_MIN
 from retrieval.values import PRIOR_SCOPE, PRIOR_VARIANCE, ScopeStats, ValueEstimate
 
 GENERALISED_SCOPE = "generalised"
-
-
-@dataclass(frozen=True)
-class GeneralisedSettings:
-    """Weights of the generalised value's terms, in pseudo-observations."""
-
-    q0: float = 0.0
-    kappa: float = 2.0  # weight of the neutral prior
-    recorded_weight: float = 1.0  # one recorded reach on a chip exactly like the target
-    outcome_weight: float = 1.0  # one reported outcome on a chip exactly like the target
-    source_weight: float = 2.0  # the most a source prior can weigh
-    affinity_kappa: float = 5.0  # common lessons at which agreement weighs as much as descriptors
-    affinity_floor: float = 0.0  # the least weight any other chip's evidence gets
-    claim_kappa: float = 2.0  # reproductions at which a space's record weighs as its prior trust
-    claim_power: float = 0.0  # how sharply contradicted claims lose weight (0: not at all)
 
 
 def chip_affinity(

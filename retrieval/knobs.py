@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Literal
 
-from retrieval.generalised import GeneralisedSettings
+from retrieval.generalised_settings import GeneralisedSettings
 from retrieval.ranking import RankingSettings
 
 KnobValue = bool | int | float | str

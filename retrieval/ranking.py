@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from retrieval.generalised import GeneralisedSettings
+from retrieval.generalised_settings import GeneralisedSettings
 from retrieval.values import ValueEstimate
 
 

@@ -2,32 +2,23 @@
 
 Every command works against the embedded store in TUNEMEM_DATA_DIR (default ./.tunemem), or
 against a running server when given --url. Errors print one line and exit non-zero. Each
-group lives in its own module beside this one; this module only assembles them.
+group lives in its own module beside this one; this module only assembles them, from one
+table. The entry point builds only the command it was asked for (importing one group's module
+and turning one group into click commands, not all of them), so that a command through --url
+answers in well under a second; `tunemem`, `--help` and anything unknown build the whole app.
 """
 
 from __future__ import annotations
 
+import sys
+from dataclasses import dataclass
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 import typer.core
-
-from memory_service.cli import (
-    audit,
-    bench,
-    bundles,
-    ingest,
-    keys,
-    learning,
-    lessons,
-    maintenance,
-    mcp,
-    serve,
-    suggest,
-    tune,
-)
 
 _option_type = typer.core.TyperOption.display_type_rich
 
@@ -39,9 +30,38 @@ def _flag_type(self: typer.core.TyperOption, ctx: typer.Context) -> str | None:
 
 typer.core.TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign,assignment]
 
-app = typer.Typer(
-    help="tunemem: value-driven memory for kernel-tuning agents.", no_args_is_help=True
-)
+
+@dataclass(frozen=True)
+class Entry:
+    """One top-level command: the module beside this one that holds it and its attribute,
+    a Typer group (`group`) or a command function."""
+
+    module: str
+    attribute: str
+    group: bool = False
+    optional: bool = False  # needs extras (LangGraph for the agent): left out without them
+
+
+COMMANDS: dict[str, Entry] = {
+    "serve": Entry("serve", "serve"),
+    "retrieve": Entry("learning", "retrieve"),
+    "report": Entry("learning", "report"),
+    "suggest": Entry("suggest", "suggest"),
+    "lessons": Entry("lessons", "lessons_app", group=True),
+    "values": Entry("maintenance", "values_app", group=True),
+    "reindex": Entry("maintenance", "reindex"),
+    "migrate": Entry("maintenance", "migrate_cmd"),
+    "doctor": Entry("maintenance", "doctor"),
+    "export": Entry("bundles", "export_cmd"),
+    "import": Entry("bundles", "import_cmd"),
+    "ingest": Entry("ingest", "ingest"),
+    "mcp": Entry("mcp", "mcp"),
+    "bench": Entry("bench", "bench_app", group=True),
+    "keys": Entry("keys", "keys_app", group=True),
+    "audit": Entry("audit", "audit_app", group=True),
+    "tune": Entry("tune", "tune_app", group=True),
+    "agent": Entry("agent", "agent_app", group=True, optional=True),
+}
 
 
 def tunemem_version() -> str:
@@ -57,7 +77,6 @@ def _show_version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _main(
     version: Annotated[
         bool,
@@ -69,39 +88,46 @@ def _main(
     """tunemem: value-driven memory for kernel-tuning agents."""
 
 
-app.command()(serve.serve)
-app.command()(learning.retrieve)
-app.command()(learning.report)
-app.command()(suggest.suggest)
-app.add_typer(lessons.lessons_app, name="lessons")
-app.add_typer(maintenance.values_app, name="values")
-app.command()(maintenance.reindex)
-app.command("migrate")(maintenance.migrate_cmd)
-app.command("doctor")(maintenance.doctor)
-app.command("export")(bundles.export_cmd)
-app.command("import")(bundles.import_cmd)
-app.command(name="ingest")(ingest.ingest)
-app.command(name="mcp")(mcp.mcp)
-app.add_typer(bench.bench_app, name="bench")
-app.add_typer(keys.keys_app, name="keys")
-app.add_typer(audit.audit_app, name="audit")
-app.add_typer(tune.tune_app, name="tune")
+def build(only: str | None = None) -> typer.Typer:
+    """The app with every command, or with `only` that one (its help and errors are the same:
+    a group keeps its own name under `tunemem`)."""
+    root = typer.Typer(
+        help="tunemem: value-driven memory for kernel-tuning agents.", no_args_is_help=True
+    )
+    root.callback()(_main)
+    for name, entry in COMMANDS.items():
+        if only is not None and name != only:
+            continue
+        try:
+            module = import_module(f"memory_service.cli.{entry.module}")
+            target: Any = getattr(module, entry.attribute)
+        except ImportError:
+            if entry.optional:  # pragma: no cover - agent extras missing
+                continue
+            raise
+        if entry.group:
+            root.add_typer(target, name=name)
+        else:
+            root.command(name)(target)
+    return root
 
 
-def _register_agent() -> None:
-    """The agent group needs the agent extras (LangGraph); without them it is left out."""
-    try:
-        from memory_service.cli import agent
-    except ImportError:  # pragma: no cover - agent extras missing
-        return
-    app.add_typer(agent.agent_app, name="agent")
+_app: typer.Typer | None = None
 
 
-_register_agent()
+def __getattr__(name: str) -> typer.Typer:
+    """`app`, the whole app, built on first use (tests and `python -m` take it from here)."""
+    global _app
+    if name != "app":
+        raise AttributeError(name)
+    if _app is None:
+        _app = build()
+    return _app
 
 
 def main() -> None:
-    app(prog_name="tunemem")
+    first = sys.argv[1] if len(sys.argv) > 1 else None
+    build(first if first in COMMANDS else None)(prog_name="tunemem")
 
 
 if __name__ == "__main__":  # pragma: no cover
