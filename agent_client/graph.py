@@ -206,6 +206,7 @@ def _lesson_summary(lesson: dict[str, Any], values: dict[str, Any]) -> dict[str,
         "score": lesson.get("score"),
         "value": breakdown.get("value"),
         "value_scope": breakdown.get("value_scope"),
+        "estimator": breakdown.get("estimator"),
         "n": breakdown.get("n"),
         "value_after": values.get(lesson["id"]),
     }

@@ -115,9 +115,12 @@ def _clip(text: str, width: int) -> str:
     return cut.rstrip(" ,;:") + "…"
 
 
-def _value_in(value: float | None, scope: str | None, n: int | None) -> str:
+def _value_in(
+    value: float | None, scope: str | None, n: int | None, estimator: str | None = None
+) -> str:
     where = scope or "no scope"
-    return f"{_number(value)} ({where}, n {n if n is not None else 0})"
+    named = f"{estimator}: " if estimator else ""
+    return f"{_number(value)} ({named}{where}, n {n if n is not None else 0})"
 
 
 def format_attempt(entry: dict[str, Any], text_width: int = 100) -> str:
@@ -153,9 +156,14 @@ def format_attempt(entry: dict[str, Any], text_width: int = 100) -> str:
         if not isinstance(after, dict):
             after = {"value": after}
         reward = _number(entry["rewards"].get(lesson["id"]), sign=True)
-        before = _value_in(lesson.get("value"), lesson.get("value_scope"), lesson.get("n"))
+        before = _value_in(
+            lesson.get("value"), lesson.get("value_scope"), lesson.get("n"), lesson.get("estimator")
+        )
         now = _value_in(
-            after.get("value", after.get("q")), after.get("value_scope"), after.get("n")
+            after.get("value", after.get("q")),
+            after.get("value_scope"),
+            after.get("n"),
+            after.get("estimator"),
         )
         score = _number(lesson.get("score"))
         lines.append(

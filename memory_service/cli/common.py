@@ -131,6 +131,13 @@ def clip(text: str, width: int) -> str:
     return cut.rstrip(" ,;:") + "…"
 
 
+def terms_text(terms: dict[str, float], top: int = 3) -> str:
+    """An estimate's heaviest terms with their shares: `own:chip:w6600 55%, prior 30%, +2`."""
+    ranked = sorted(terms.items(), key=lambda item: (-item[1], item[0]))
+    shown = ", ".join(f"{name} {share:.0%}" for name, share in ranked[:top])
+    return shown + (f", +{len(ranked) - top}" if len(ranked) > top else "")
+
+
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print one error line and exit non-zero."""
     err.print(f"[red]error:[/red] {message}")

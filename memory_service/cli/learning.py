@@ -94,7 +94,19 @@ def retrieve(
                 "the store holds"
             )
             return
-        table = Table("#", "id", "kind", "lesson", "score", "sim", "value (scope, n)", "explore")
+        estimator = result.lessons[0].breakdown.estimator
+        table = Table(
+            "#",
+            "id",
+            "kind",
+            "lesson",
+            "score",
+            "sim",
+            f"value, {estimator} (scope, n)",
+            "explore",
+            title=f"the value is the {estimator} estimate in this context, the one `report` "
+            "answers with and `lessons top` ranks by (its terms: --json, breakdown.value_terms)",
+        )
         table.columns[1].no_wrap = True
         for i, lesson in enumerate(result.lessons, 1):
             b = lesson.breakdown

@@ -20,6 +20,7 @@ from memory_service.cli.common import (
     console,
     emit_json,
     fail,
+    terms_text,
     with_memory,
 )
 from memory_service.core.schemas.lessons import LessonFilter, LessonKind, LessonList
@@ -230,6 +231,8 @@ def lessons_top(
                 markup=False,
             )
             return
+        first = lists["value"].data[0].value
+        estimator = first.estimator if first else "chain"
         for order, title in (("value", "highest"), ("-value", "lowest")):
             table = Table(
                 "id",
@@ -238,9 +241,11 @@ def lessons_top(
                 "95% interval",
                 "scope",
                 "n (scope / chain)",
+                "terms",
                 "text",
                 title=f"{title}-valued lessons {where}, stage {stage} "
-                f"({lists[order].count} with outcomes)",
+                f"({lists[order].count} with outcomes; the {estimator} estimate, as retrieve "
+                "ranks by and report answers with)",
             )
             table.columns[0].no_wrap = True
             for lesson in lists[order].data:
@@ -253,7 +258,8 @@ def lessons_top(
                     Text(f"[{v.ci_low:+.3g}, {v.ci_high:+.3g}]"),
                     v.value_scope,
                     f"{v.n} / {v.n_total}",
-                    Text(clip(lesson.text, 90)),
+                    Text(terms_text(v.terms)),
+                    Text(clip(lesson.text, 70)),
                 )
             console.print(table)
 

@@ -230,18 +230,39 @@ def history_chart(outcomes: Sequence[OutcomePublic], alpha: float, q0: float) ->
     )
 
 
-def _which_value(alpha: float, values_mode: str) -> str:
-    """What the table's Q are, and which value the other doors show (issue 31: the page, the
-    agent and `lessons top` seemed to disagree; they show terms and their one estimate)."""
+def _which_value(alpha: float) -> str:
+    """What the two tables are: the estimate every door shows, and the running rewards."""
     return (
-        f'<p class="meta" id="which-value">Q is the running reward in one scope: each outcome '
-        f"moves it by α = {alpha:g} toward its reward. These are the terms of the one value the "
-        f"memory ranks by: retrieve (and so the agent's output) and <code>lessons top</code> "
-        f"show, in a chip's context, the {escape(values_mode)} estimate built from them, with "
-        "the scope it rests on and its 95 % interval within the reward range [-1, 1] "
-        "(<code>.venv/bin/tunemem lessons top --chip CHIP</code>; a retrieve's "
-        "<code>breakdown.value_terms</code>).</p>"
+        f'<p class="meta" id="which-value">The first table is the one value the memory ranks '
+        "this lesson by in each context: what a retrieve there shows (and so the agent's "
+        "output), what a report answers with and what <code>lessons top --chip CHIP</code> "
+        "lists, named by its estimator, with the term carrying the most weight, its 95 % "
+        "interval within the reward range [-1, 1] and each term's share of its weight. The "
+        "second holds the own-outcome terms: Q is the running reward in one scope, moved by "
+        f"α = {alpha:g} toward each outcome's reward.</p>"
     )
+
+
+def _in_context_table(lesson: LessonDetail) -> str:
+    rows = "".join(
+        f'<tr class="estimate"><td>{escape(v.stage)}</td>'
+        f"<td>{escape(v.chip or 'global')}</td><td>{escape(v.estimator)}</td>"
+        f'<td class="num">{v.value:+.3g}</td>'
+        f'<td class="num">[{v.ci_low:+.3g}, {v.ci_high:+.3g}]</td>'
+        f'<td>{escape(v.value_scope)}</td><td class="num">{v.n} / {v.n_total}</td>'
+        f"<td>{escape(_terms(v.terms))}</td></tr>"
+        for v in lesson.in_context
+    )
+    return (
+        '<table id="in-context"><tr><th>stage</th><th>context</th><th>estimator</th>'
+        "<th>value</th><th>95% interval</th><th>weighs most</th><th>n (scope / chain)</th>"
+        f"<th>terms</th></tr>{rows}</table>"
+    )
+
+
+def _terms(terms: dict[str, float]) -> str:
+    ranked = sorted(terms.items(), key=lambda item: (-item[1], item[0]))
+    return ", ".join(f"{name} {share:.0%}" for name, share in ranked)
 
 
 def lesson_page(
@@ -249,7 +270,6 @@ def lesson_page(
     outcomes: Sequence[OutcomePublic],
     alpha: float,
     q0: float,
-    values_mode: str = "chain",
 ) -> str:
     """One lesson: its text and applicability, its values per stage and scope, its history."""
     a = lesson.applicability
@@ -277,8 +297,9 @@ def lesson_page(
             for v in lesson.values
         )
         values = (
-            '<table id="values"><tr><th>stage</th><th>scope</th><th>n</th><th>Q (running '
-            f"reward)</th></tr>{rows}</table>" + _which_value(alpha, values_mode)
+            _in_context_table(lesson)
+            + '<table id="values"><tr><th>stage</th><th>scope</th><th>n</th><th>Q (running '
+            f"reward)</th></tr>{rows}</table>" + _which_value(alpha)
         )
     else:
         values = '<p class="empty">No values yet: no outcome has credited this lesson.</p>'
@@ -287,7 +308,7 @@ def lesson_page(
         meta
         + text
         + hint
-        + "<h2>Values per stage and scope</h2>"
+        + "<h2>Value in each context, and its own-outcome terms</h2>"
         + values
         + "<h2>Outcome history</h2>"
         + history_chart(outcomes, alpha, q0),

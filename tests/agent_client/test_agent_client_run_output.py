@@ -47,6 +47,19 @@ def test_values_name_their_scope_with_three_significant_digits() -> None:
     assert "block_size_x=128 use_shmem=0" in text
 
 
+def test_values_name_the_estimator_that_made_them() -> None:
+    """The agent's values are the estimate retrieve ranked by and the report answered with:
+    the line names that estimator, as `lessons top` and the lesson page do."""
+    entry = _entry()
+    entry["lessons"][0]["estimator"] = "generalised"
+    entry["lessons"][0]["value_after"]["estimator"] = "generalised"
+    text = format_attempt(entry, text_width=60)
+    assert (
+        "value 0.506 (generalised: family:amd-cdna2, n 4) -> 0.241 (generalised: chip:w6600, n 1)"
+        in text
+    )
+
+
 def test_cut_text_ends_with_an_ellipsis_and_short_text_stays_whole() -> None:
     last = format_attempt(_entry(), text_width=60).splitlines()[-1].strip()
     assert last.endswith("…") and len(last) <= 60

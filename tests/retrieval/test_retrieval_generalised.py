@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.generalised import (
-    GeneralisedSettings,
-    affinities,
-    chip_affinity,
-    generalised_estimate,
-    source_prior,
-)
+from retrieval.generalised import affinities, chip_affinity, generalised_estimate, source_prior
+from retrieval.generalised_settings import GeneralisedSettings
 from retrieval.recorded import (
     ConfigLesson,
     RecordedSpace,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.generalised import GeneralisedSettings
+from retrieval.generalised_settings import GeneralisedSettings
 from retrieval.knobs import KNOBS, check, echo, markdown_table, ranking_settings, resolve
 from retrieval.ranking import RankingSettings
 

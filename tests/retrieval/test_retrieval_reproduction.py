@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.generalised import GeneralisedSettings, generalised_estimate
+from retrieval.generalised import generalised_estimate
+from retrieval.generalised_settings import GeneralisedSettings
 from retrieval.recorded import ConfigLesson, RecordedSpace, lesson_space_reaches, per_chip
 from retrieval.reproduction import (
     ClaimCheck,

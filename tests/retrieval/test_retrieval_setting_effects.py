@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from retrieval.generalised import GeneralisedSettings, generalised_estimate
+from retrieval.generalised import generalised_estimate
+from retrieval.generalised_settings import GeneralisedSettings
 from retrieval.recorded import RecordedSpace, SettingLesson, setting_effect, setting_effects
 from retrieval.transfer import SearchSpace, config_key
 

@@ -34,10 +34,11 @@ from memory_service.core.schemas.learning import (
 )
 from memory_service.core.schemas.lessons import Applicability
 from memory_service.core.schemas.outcomes import ReportRequest, ReportResponse
+from memory_service.core.schemas.values import Estimator
 from memory_service.core.settings import Settings
 from memory_service.core.sql.store import Store
 from memory_service.core.sql.tables import Lesson, Outcome, utcnow
-from memory_service.core.values.estimates import value_estimates
+from memory_service.core.values.estimates import estimator_of, value_estimates
 from memory_service.core.values.generalised_inputs import Evidence
 from memory_service.core.values.toolchain_evidence import QueryToolchains
 from memory_service.core.vectors.base import VectorIndex
@@ -145,7 +146,8 @@ class LearningLoop:
                     select(Lesson).where(col(Lesson.id).in_([r.lesson_id for r in ranked]))
                 )
             }
-            lessons = [self._retrieved(rows[r.lesson_id], r, backend, chip) for r in ranked]
+            which = estimator_of(ranking, chip)
+            lessons = [self._retrieved(rows[r.lesson_id], r, backend, chip, which) for r in ranked]
             lessons = toolchains.annotate(lessons) if toolchains else lessons
             settings_echo = {**echo(ranking), "k_recall_used": n_recall, "pool": len(admitted)}
         retrieval_id = str(uuid.uuid4())
@@ -177,7 +179,11 @@ class LearningLoop:
 
     @staticmethod
     def _retrieved(
-        row: Lesson, ranked: Any, target_backend: str | None, target_chip: str | None
+        row: Lesson,
+        ranked: Any,
+        target_backend: str | None,
+        target_chip: str | None,
+        estimator: Estimator,
     ) -> RetrievedLesson:
         return RetrievedLesson(
             **transfer_fields(row, target_backend, target_chip),
@@ -193,6 +199,7 @@ class LearningLoop:
                 similarity=ranked.similarity,
                 value=ranked.value,
                 value_scope=ranked.value_scope,
+                estimator=estimator,
                 n=ranked.n,
                 exploration=ranked.exploration,
                 z_sim=ranked.z_similarity,

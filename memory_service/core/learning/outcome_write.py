@@ -24,11 +24,16 @@ from memory_service.core import ids
 from memory_service.core.errors import InvalidInput
 from memory_service.core.learning import candidates_sql as candidates
 from memory_service.core.schemas.learning import TaskIn
-from memory_service.core.schemas.outcomes import ReportRequest, ReportResponse, ValueNow
+from memory_service.core.schemas.outcomes import ReportRequest, ReportResponse
 from memory_service.core.settings import Settings
 from memory_service.core.sql.store import Store
 from memory_service.core.sql.tables import Outcome, Retrieval, utcnow
-from memory_service.core.values.estimates import ranking_of, value_estimates
+from memory_service.core.values.estimates import (
+    context_value,
+    estimator_of,
+    ranking_of,
+    value_estimates,
+)
 from memory_service.core.values.generalised_inputs import Evidence
 from memory_service.core.values.projections import OutcomeFacts, projections
 from memory_service.core.values.toolchain_evidence import QueryToolchains
@@ -187,19 +192,13 @@ def answer(
             recorded.ranking,
             toolchains,
         )
+    which = estimator_of(recorded.ranking, context.get("chip_id"))
     return ReportResponse(
         outcome_id=recorded.outcome_id,
         reward=recorded.reward,
         rewards={lid: recorded.reward for lid in recorded.used},
         values={
-            lid: ValueNow(
-                stage=recorded.stage,  # type: ignore[arg-type]
-                value=est.value,
-                value_scope=est.scope,
-                n=est.n_local,
-                ci_low=est.ci_low,
-                ci_high=est.ci_high,
-            )
+            lid: context_value(est, recorded.stage, context.get("chip_id"), which)
             for lid, est in estimates.items()
         },
         duplicate=recorded.duplicate,

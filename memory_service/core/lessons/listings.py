@@ -18,11 +18,11 @@ from sqlmodel import Session, col, select
 import platforms
 from memory_service.core.errors import InvalidInput
 from memory_service.core.lessons import rows as lesson_rows
-from memory_service.core.schemas.lessons import LessonFilter, LessonList, LessonPublic
+from memory_service.core.schemas.lessons import LessonFilter, LessonList, LessonPublic, ValuePublic
 from memory_service.core.schemas.values import ContextValue
 from memory_service.core.settings import Settings
 from memory_service.core.sql.tables import Lesson, LessonEvidence, LessonValue
-from memory_service.core.values.estimates import value_estimates
+from memory_service.core.values.estimates import context_value, estimator_of, value_estimates
 from memory_service.core.values.generalised_inputs import Evidence
 from memory_service.core.values.toolchain_evidence import (
     GLOBAL,
@@ -69,6 +69,7 @@ def valued_lessons(
     estimates = value_estimates(
         evidence, session, tenant, tried, where.stage, chip_id, chain, settings.ranking(), None
     )
+    which = estimator_of(settings.ranking(), chip_id)
     ranked = [(lesson_id, estimates[lesson_id]) for lesson_id in tried]
     sign = -1.0 if where.sort == "value" else 1.0
     ranked.sort(key=lambda item: (sign * item[1].value, -item[1].n_total, item[0]))
@@ -76,18 +77,39 @@ def valued_lessons(
     data = []
     for lesson_id, estimate in page:
         public = lesson_rows.to_public(rows[lesson_id])
-        public.value = ContextValue(
-            stage=where.stage,
-            chip=chip_id,
-            value=estimate.value,
-            value_scope=estimate.scope,
-            n=estimate.n_local,
-            n_total=estimate.n_total,
-            ci_low=estimate.ci_low,
-            ci_high=estimate.ci_high,
-        )
+        public.value = context_value(estimate, where.stage, chip_id, which)
         data.append(public)
     return LessonList(data=data, count=len(ranked))
+
+
+def in_context(
+    session: Session,
+    lesson_id: str,
+    values: list[ValuePublic],
+    settings: Settings,
+    evidence: Evidence,
+    tenant: str,
+) -> list[ContextValue]:
+    """A lesson's estimate per stage in the global context and in each chip's context where
+    it has outcomes: what a retrieve, a report and a valued listing there show."""
+    ranking = settings.ranking()
+    out = []
+    for stage in sorted({v.stage for v in values if v.n > 0}):
+        chips = sorted(
+            v.scope.removeprefix("chip:")
+            for v in values
+            if v.stage == stage and v.n > 0 and v.scope.startswith("chip:")
+        )
+        for chip in [None, *chips]:
+            try:
+                chip_id, chain = context_chain(chip)
+            except InvalidInput:  # a chip this version no longer knows: no context to show
+                continue
+            estimate = value_estimates(
+                evidence, session, tenant, [lesson_id], stage, chip_id, chain, ranking, None
+            )[lesson_id]
+            out.append(context_value(estimate, stage, chip_id, estimator_of(ranking, chip_id)))
+    return out
 
 
 def stale_page(

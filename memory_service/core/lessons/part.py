@@ -18,7 +18,7 @@ from memory_service.core import ids
 from memory_service.core.embedding.factory import Embedder
 from memory_service.core.lessons import rows as lesson_rows
 from memory_service.core.lessons.claims import unreproduced_lessons
-from memory_service.core.lessons.listings import stale_page, valued_lessons
+from memory_service.core.lessons.listings import in_context, stale_page, valued_lessons
 from memory_service.core.schemas.lessons import (
     LessonCreate,
     LessonDetail,
@@ -292,7 +292,10 @@ class Lessons:
         with self.store.session() as session:
             row = get_row(session, lesson_id, tenant)
             values = value_rows(session, row.id)
-            return LessonDetail(**lesson_rows.to_public(row).model_dump(), values=values)
+            contexts = in_context(session, row.id, values, self.settings, self.evidence, tenant)
+            return LessonDetail(
+                **lesson_rows.to_public(row).model_dump(), values=values, in_context=contexts
+            )
 
     def update_lesson(
         self, lesson_id: str, update: LessonUpdate, *, tenant: str | None = None

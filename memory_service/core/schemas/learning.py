@@ -21,6 +21,7 @@ from memory_service.core.schemas.transfer import (
     GlossaryEntryPublic,
     ToolchainBreakdown,
 )
+from memory_service.core.schemas.values import Estimator
 
 
 class TaskIn(Inbound):
@@ -84,6 +85,9 @@ class Breakdown(BaseModel):
     similarity: float
     value: float
     value_scope: str
+    estimator: Estimator = Field(
+        description="which estimate `value` is (generalised or chain), named as reports name it"
+    )
     n: int
     exploration: float
     z_sim: float

@@ -146,7 +146,13 @@ class ValuePublic(BaseModel):
 
 
 class LessonDetail(LessonPublic):
-    values: list[ValuePublic]
+    values: list[ValuePublic] = Field(description="the running value (Q) per stage and scope")
+    in_context: list[ContextValue] = Field(
+        default_factory=list,
+        description="the one estimate that ranks the lesson, per stage, in the global context "
+        "and in each chip's context where it has outcomes (the value retrieve, report and "
+        "`sort=value` listings show there)",
+    )
 
 
 class LessonList(BaseModel):

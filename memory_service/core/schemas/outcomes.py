@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ingest.validate import MAX_LATENCY_MS, MIN_LATENCY_MS
 from memory_service.core.schemas.inbound import Inbound
+from memory_service.core.schemas.values import ContextValue
 
 Latency = Annotated[
     float, Field(strict=True, allow_inf_nan=False, ge=MIN_LATENCY_MS, le=MAX_LATENCY_MS)
@@ -49,18 +50,11 @@ class ReportRequest(Inbound):
     reporter: str | None = Field(None, max_length=128)
 
 
-class ValueNow(BaseModel):
-    stage: Literal["draft", "refine"]
-    value: float
-    value_scope: str
-    n: int
-    ci_low: float
-    ci_high: float
-
-
 class ReportResponse(BaseModel):
     outcome_id: int
     reward: float
     rewards: dict[str, float]
-    values: dict[str, ValueNow]
+    values: dict[str, ContextValue] = Field(
+        description="each credited lesson's value now, in the retrieval's context"
+    )
     duplicate: bool = False

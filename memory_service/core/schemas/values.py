@@ -8,18 +8,28 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+Estimator = Literal["generalised", "chain"]
+
 
 class ContextValue(BaseModel):
-    """A lesson's learned value in one context (a chip's scope chain), at one stage."""
+    """A lesson's learned value in one context (a chip's scope chain), at one stage: the one
+    estimate that ranks it there, as retrieve, report, the valued listing and the lesson show."""
 
     stage: Literal["draft", "refine"]
     chip: str | None = Field(description="the context's chip id; null: the global scope only")
-    value: float = Field(description="the shrinkage estimate down the chip's scope chain")
-    value_scope: str = Field(description="the scope carrying the most weight")
+    estimator: Estimator = Field(
+        description="generalised (own outcomes, other chips' recorded reaches and outcomes, "
+        "the source chip's record) or chain (own outcomes down the scope chain)"
+    )
+    value: float = Field(description="the estimate, in the reward range [-1, 1]")
+    value_scope: str = Field(description="the term carrying the most weight")
     n: int = Field(description="outcomes in the context's most specific scope")
     n_total: int = Field(description="outcomes in every scope of the chain")
-    ci_low: float
+    ci_low: float = Field(description="95% interval, clipped to the reward range")
     ci_high: float
+    terms: dict[str, float] = Field(
+        default_factory=dict, description="share of the estimate's weight per term"
+    )
 
 
 class ClaimsPublic(BaseModel):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
+from memory_service.core.schemas.values import ContextValue, Estimator
 from memory_service.core.settings import Settings
 from memory_service.core.sql.tables import Retrieval
 from memory_service.core.values.generalised_inputs import Evidence
@@ -14,6 +15,29 @@ from memory_service.core.values.toolchain_evidence import QueryToolchains
 from retrieval.knobs import KNOBS
 from retrieval.ranking import RankingSettings
 from retrieval.values import ValueEstimate, value_estimate
+
+
+def estimator_of(ranking: RankingSettings, chip: str | None) -> Estimator:
+    """Which estimate ranks lessons in a context: the generalised one needs a known chip."""
+    return "generalised" if ranking.values == "generalised" and chip else "chain"
+
+
+def context_value(
+    estimate: ValueEstimate, stage: str, chip: str | None, estimator: Estimator
+) -> ContextValue:
+    """The public form of one estimate, the same at every door that shows a value."""
+    return ContextValue(
+        stage=stage,  # type: ignore[arg-type]  # a Stage, checked at the door
+        chip=chip,
+        estimator=estimator,
+        value=estimate.value,
+        value_scope=estimate.scope,
+        n=estimate.n_local,
+        n_total=estimate.n_total,
+        ci_low=estimate.ci_low,
+        ci_high=estimate.ci_high,
+        terms=dict(estimate.weights),
+    )
 
 
 def chain_estimates(
@@ -48,7 +72,7 @@ def value_estimates(
     versions count less in whichever estimate ranks (the generalised one's own and neighbour
     outcomes, the chain's scopes), and the undiscounted value goes with the breakdown.
     """
-    if ranking.values == "generalised" and chip:
+    if estimator_of(ranking, chip) == "generalised" and chip:
         weights = toolchains.chip_weights(session) if toolchains else None
         found = evidence.estimates(
             session, tenant, lesson_ids, stage, chip, ranking.generalised, weights

@@ -29,12 +29,8 @@ from memory_service.core.sql.tables import (
     Trajectory,
 )
 from memory_service.core.values.recorded_spaces import load_spaces, problem_text
-from retrieval.generalised import (
-    GeneralisedSettings,
-    affinities,
-    generalised_estimate,
-    source_prior,
-)
+from retrieval.generalised import affinities, generalised_estimate, source_prior
+from retrieval.generalised_settings import GeneralisedSettings
 from retrieval.recorded import (
     ConfigLesson,
     PerSpace,

@@ -43,11 +43,7 @@ def lesson(lesson_id: str, svc: ServiceDep, who: ReaderDep) -> HTMLResponse:
     detail = svc.get_lesson(lesson_id, tenant=who.tenant)
     history = svc.lesson_history(detail.id, tenant=who.tenant)
     settings = svc.settings
-    return HTMLResponse(
-        ui_pages.lesson_page(
-            detail, history.outcomes, settings.alpha, settings.q0, settings.ranking().values
-        )
-    )
+    return HTMLResponse(ui_pages.lesson_page(detail, history.outcomes, settings.alpha, settings.q0))
 
 
 @router.get("/ui/transfer", response_class=HTMLResponse)

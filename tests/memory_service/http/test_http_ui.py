@@ -100,13 +100,22 @@ def test_pages_in_a_real_browser(client, service, serve, browser, tmp_path):
     assert 'id="heatmap-spearman"' in transfer and 'class="advice"' in transfer
 
 
-def test_the_lesson_page_says_which_value_its_q_are_terms_of(client) -> None:
-    """The page's Q (running reward per scope) differed from the value retrieve and `lessons
-    top` show, and nothing said why (issue 31): the page names them as the terms of that one
-    estimate, and the estimate's kind."""
+def test_the_lesson_page_shows_the_estimate_lessons_top_shows(client) -> None:
+    """The page showed only the running reward per scope, which differs from the value that
+    retrieve and `lessons top` show: it shows that one estimate in each context where the
+    lesson has outcomes, named by its estimator, beside the terms."""
     ids = _learn(client)
     page = client.get(f"/ui/lessons/{ids[0]}").text
+    listed = client.get(
+        "/v1/lessons", params={"sort": "value", "chip": "a100", "stage": "draft"}
+    ).json()["data"]
+    shown = next(x["value"] for x in listed if x["id"] == ids[0])
+    rows = re.findall(r'<tr class="estimate">(.*?)</tr>', page, re.S)
+    cells = [re.findall(r"<td[^>]*>([^<]*)</td>", row) for row in rows]
+    (a100_draft,) = [c for c in cells if c[0] == "draft" and c[1] == "a100"]
+    assert a100_draft[2] == shown["estimator"] == "generalised"  # the default estimator
+    assert a100_draft[3] == f"{shown['value']:+.3g}"
+    assert a100_draft[4] == f"[{shown['ci_low']:+.3g}, {shown['ci_high']:+.3g}]"
+    assert {c[1] for c in cells} == {"global", "a100"}
     note = re.search(r'<p class="meta" id="which-value">(.*?)</p>', page, re.S)
-    assert note, "the lesson page does not say which value it shows"
-    assert "terms of the one value" in note[1] and "generalised estimate" in note[1]  # the default
-    assert "[-1, 1]" in note[1] and "lessons top" in note[1]
+    assert note and "[-1, 1]" in note[1] and "lessons top" in note[1]

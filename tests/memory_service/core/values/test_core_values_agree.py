@@ -112,3 +112,45 @@ def test_the_valued_listing_shows_the_same_value(make_service) -> None:
     assert lesson.id == got.lessons[0].id
     assert lesson.value.value == pytest.approx(now.value, abs=1e-12)
     assert lesson.value.value_scope == now.value_scope
+
+
+@pytest.mark.parametrize("values", ["generalised", "chain"])
+def test_every_door_names_the_one_estimate_with_its_terms(make_service, values) -> None:
+    """Retrieve, the report's answer, the valued listing and the lesson itself show one estimate
+    of a lesson in a chip's context: the same value, interval and scope, the same terms, and
+    the name of the estimator that made it."""
+    service = make_service(index="memory", values=values)
+    service.ingest([_trajectory("a100", 64), _trajectory("a4000", 128)])
+    got = _retrieve(service, "rtx-3090", None)
+    lid = got.lessons[0].id
+    service.report(
+        ReportRequest(
+            retrieval_id=got.retrieval_id,
+            used=[lid],
+            outcome=OutcomeIn(compiled=True, correct=True, latency_ms=1.0),
+        )
+    )
+    again = _retrieve(service, "rtx-3090", None)
+    receipt = service.report(
+        ReportRequest(
+            retrieval_id=again.retrieval_id,
+            used=[lid],
+            outcome=OutcomeIn(compiled=True, correct=True, latency_ms=0.9),
+        )
+    )
+    answered = receipt.values[lid]
+    shown = next(x for x in _retrieve(service, "rtx-3090", None).lessons if x.id == lid).breakdown
+    (listed,) = service.list_lessons(LessonFilter(sort="value", chip="rtx-3090")).data
+    detail = service.get_lesson(lid)
+    (in_context,) = [v for v in detail.in_context if v.chip == "rtx-3090" and v.stage == "draft"]
+    assert answered.estimator == shown.estimator == listed.value.estimator == values
+    assert in_context.estimator == values
+    for other in (listed.value, in_context):
+        assert other.value == pytest.approx(answered.value, abs=1e-12)
+        assert (other.ci_low, other.ci_high) == pytest.approx((answered.ci_low, answered.ci_high))
+        assert other.value_scope == answered.value_scope == shown.value_scope
+        assert other.terms == pytest.approx(answered.terms)
+    assert shown.value == pytest.approx(answered.value, abs=1e-12)
+    assert shown.value_terms == pytest.approx(answered.terms)
+    assert answered.terms and sum(answered.terms.values()) == pytest.approx(1.0)
+    assert -1.0 <= answered.ci_low <= answered.value <= answered.ci_high <= 1.0
