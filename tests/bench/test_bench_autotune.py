@@ -69,6 +69,8 @@ def test_bench_autotune_protocol_on_the_interpreter(tmp_path, monkeypatch):
         assert row["speed"] > 0 and row["wall_ratio"] > 0
     assert report["summary"]["all"]["shapes"] == 2
     assert "| decode_attention |" in (out / "autotune.md").read_text()
+    assert report["memory_held"]["kind"] == "complete"  # the other shape's whole sweep
+    assert "Memory held: **complete**" in (out / "autotune.md").read_text()
     saved = [json.loads(line) for line in (out / "autotune-decode_attention.jsonl").open()]
     roles = sorted(r["evidence"]["role"] for r in saved)
     assert roles == ["drop-in", "drop-in", "full_autotune", "full_autotune"]
@@ -99,6 +101,11 @@ def test_bench_autotune_cold_protocol_on_the_interpreter(tmp_path):
     assert second["speed"] > 0 and 0 < second["random_k"] <= 1
     assert report["summary"]["all"]["keys"] == 1  # scored after the first key
     assert "| decode_attention | 1 | 1 |" in (out / "cold.md").read_text()
+    assert report["memory_held"]["kind"] == "cold"
+    assert "Memory held: **cold**" in (out / "cold.md").read_text()
+    # One writer for both protocols: the same head fields, whichever wrote the report.
+    head = {"benchmark", "date", "run_id", "command", "machine", "device", "memory_held"}
+    assert head | {"top_k", "explore", "rounds", "notes"} <= set(report)
     saved = [json.loads(line) for line in (out / "cold-decode_attention.jsonl").open()]
     assert len(saved) == 2  # what the drop-in reported: the memory's only source
 
