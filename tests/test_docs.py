@@ -7,7 +7,7 @@ virtual environment for `.venv/bin/`. A line `make run ...` is dropped: the test
 stands in for it. Python blocks run twice, as a reader who reruns an example would. A block
 preceded by `<!-- docs-test: skip REASON -->` is not run (a GPU, a second store, a server that
 never returns); one preceded by `<!-- docs-test: needs-data -->` runs only when the optional
-data set is beside the clone (`../shared/data`).
+data set is beside the clone (`../shared/data`, which a block names `$DATA`).
 
 Pages with blocks that the quickstart does not cover (operations, benchmarks, development) are
 checked for the same markers and the same CLI spelling, not run.
@@ -83,6 +83,7 @@ def served(tmp_path_factory):
         "TOKENIZERS_PARALLELISM": "false",
         "TUNEMEM_DATA_DIR": str(clone / ".tunemem"),
         "TMPDIR": str(work),
+        "DATA": str(SHARED_DATA),
     }
     env.pop("TUNEMEM_API_KEY", None)
     log = (work / "serve.log").open("w")

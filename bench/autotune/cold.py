@@ -12,11 +12,8 @@ replayed on the recorded sweeps on the CPU; this is its check on the GPU.
 
 from __future__ import annotations
 
-import json
 import random
 import statistics
-import sys
-from datetime import UTC, datetime
 from typing import Any
 
 from bench.autotune.replay import RecordedKey, cold_summary
@@ -110,36 +107,21 @@ class ColdAutotuneBench(AutotuneBench):
         )
 
     def write_cold(self) -> dict[str, Any]:
-        from ingest.records import TrajectoryRecord
-        from kernels.sweep import write_trajectories
+        from bench.common.results import memory_held
 
+        held = memory_held(
+            "cold",
+            "one memory per kernel and key order, fed only by the drop-in's own timings of the "
+            "keys before",
+        )
         scored = [r for r in self.results if r.get("speed") is not None]
         report = {
-            "benchmark": "autotune-cold",
-            "date": datetime.now(UTC).isoformat(timespec="seconds"),
-            "run_id": self.run_id,
-            "command": "python -m bench.autotune " + " ".join(sys.argv[1:]),
-            "machine": self.machine(),
-            "device": self.args.device,
-            "top_k": _top_k(self.args.top_k),
-            "explore": self.args.explore,
+            **self.report_head("autotune-cold", held),
             "orders": self.args.orders,
-            "rounds": self.args.rounds,
-            "notes": self.notes,
             "summary": cold_summary(scored) if scored else {},
             "shapes": self.results,
         }
-        out = self.args.out
-        out.mkdir(parents=True, exist_ok=True)
-        (out / f"{self.args.name}.json").write_text(json.dumps(report, indent=1, default=str))
-        (out / f"{self.args.name}.md").write_text(render_cold(report))
-        self.args.trajectories.mkdir(parents=True, exist_ok=True)
-        for name, records in self.trajectories.items():
-            write_trajectories(
-                [TrajectoryRecord.from_dict(r) for r in records],
-                self.args.trajectories / f"{self.args.name}-{name}.jsonl",
-            )
-        return report
+        return self.save(report, render_cold(report))
 
 
 def time_left(deadline: float) -> float:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common.arms import LIVE_SERVICE_SETTINGS
+from bench.common.results import memory_held
 from bench.live.memories import load_sweeps
 
 H200 = {"chip": "NVIDIA H200", "backend": "cuda"}
@@ -265,6 +266,17 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "command": "python -m bench.autotune.replay " + " ".join(sys.argv[1:]),
         "protocol": "cold" if args.cold else "full-cache",
+        "memory_held": memory_held(
+            "cold",
+            "one memory per kernel and key order, fed only by the drop-in's own timings of the "
+            "keys before",
+        )
+        if args.cold
+        else memory_held(
+            "complete",
+            "a fresh memory per held-out shape, holding the recorded sweeps of the task's "
+            "other shapes and nothing of the held-out one",
+        ),
         "top_k": args.top_k,
         "explore": args.explore,
         "options": args.options,

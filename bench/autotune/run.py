@@ -263,35 +263,36 @@ class AutotuneBench:
             found["gpu"] = "none (Triton interpreter on the CPU)"
         return found
 
-    def write(self) -> dict[str, Any]:
-        from ingest.records import TrajectoryRecord
-        from kernels.sweep import write_trajectories
-
-        report = {
-            "benchmark": "autotune",
+    def report_head(self, benchmark: str, held: dict[str, str]) -> dict[str, Any]:
+        """What every `bench autotune` report begins with, full-cache or cold."""
+        return {
+            "benchmark": benchmark,
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "run_id": self.run_id,
             "command": "python -m bench.autotune " + " ".join(sys.argv[1:]),
             "machine": self.machine(),
             "device": self.args.device,
+            "memory_held": held,
             "top_k": _top_k(self.args.top_k),
             "explore": self.args.explore,
-            "options": self.args.options,
             "rounds": self.args.rounds,
-            "goals": GOALS,
-            "elapsed_s": time.monotonic() - self.started,
             "notes": self.notes,
-            "summary": summarise(self.results, GOALS),
-            "shapes": self.results,
         }
-        if self.args.full_only:
-            report["full_runs"] = list(self.full_runs.values())
+
+    def save(self, report: dict[str, Any], markdown: str | None) -> dict[str, Any]:
+        """Write the report's JSON, its Markdown (unless None) and the trajectories, in --out
+        and --trajectories under --name; the one writer of both protocols."""
+        from bench.common.results import with_memory_held
+        from ingest.records import TrajectoryRecord
+        from kernels.sweep import write_trajectories
+
         out = self.args.out
         out.mkdir(parents=True, exist_ok=True)
         (out / f"{self.args.name}.json").write_text(json.dumps(report, indent=1, default=str))
-        if self.args.full_only:
+        if markdown is None:
             return report
-        (out / f"{self.args.name}.md").write_text(render_markdown(report))
+        markdown = with_memory_held(markdown, report["memory_held"])
+        (out / f"{self.args.name}.md").write_text(markdown)
         self.args.trajectories.mkdir(parents=True, exist_ok=True)
         for name, records in self.trajectories.items():
             write_trajectories(
@@ -299,3 +300,24 @@ class AutotuneBench:
                 self.args.trajectories / f"{self.args.name}-{name}.jsonl",
             )
         return report
+
+    def write(self) -> dict[str, Any]:
+        from bench.common.results import memory_held
+
+        held = memory_held(
+            "complete",
+            "a fresh memory per held-out shape, holding the recorded sweeps of the task's other "
+            "shapes and nothing of the held-out one",
+        )
+        report = {
+            **self.report_head("autotune", held),
+            "options": self.args.options,
+            "goals": GOALS,
+            "elapsed_s": time.monotonic() - self.started,
+            "summary": summarise(self.results, GOALS),
+            "shapes": self.results,
+        }
+        if self.args.full_only:
+            report["full_runs"] = list(self.full_runs.values())
+            return self.save(report, None)
+        return self.save(report, render_markdown(report))

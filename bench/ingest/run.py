@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common.results import machine, write_result
+from bench.common.results import machine, memory_held, write_result
 from ingest.readers import iter_paths, read_any
 from memory_service.core.embedding.factory import create_embedder
 from memory_service.core.settings import Settings
@@ -33,6 +33,7 @@ def run_ingest_bench(data: Path, out: Path, index: str, embedder: list[str]) -> 
     load = [load_before, round(os.getloadavg()[0], 2)]
     result: dict[str, Any] = {
         "benchmark": "ingest",
+        "memory_held": memory_held("none", "each run ingests into an empty store"),
         "command": f"tunemem bench ingest --data {data} --index {index} "
         + " ".join(f"--embedder {k}" for k in embedder),
         "machine": machine(),

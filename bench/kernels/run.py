@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.common.results import memory_held, write_result
 from bench.kernels.report import goal_checks, render_markdown
 from ingest.records import stable_hash
 from kernels.catalogue import get_task, task_names
@@ -264,6 +265,7 @@ def run_kernel_bench(
             files.append(str(path))
     result = {
         "benchmark": "kernels",
+        "memory_held": memory_held("none", "the kernels are timed on their own"),
         "machine": {
             "gpu": device_name,
             **toolchain_versions(),
@@ -285,9 +287,7 @@ def run_kernel_bench(
         "elapsed_s": time.monotonic() - started,
     }
     result["goals"] = goal_checks(result)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "kernels.json").write_text(json.dumps(result, indent=1, default=str))
-    (out_dir / "kernels.md").write_text(render_markdown(result))
+    write_result(out_dir, "kernels", result, render_markdown(result))
     return result
 
 
@@ -344,10 +344,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.merge:
         result = merge_results([json.loads(path.read_text()) for path in args.merge])
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "kernels.json").write_text(json.dumps(result, indent=1, default=str))
-        (args.out / "kernels.md").write_text(render_markdown(result))
-        print(render_markdown(result))
+        result.setdefault("memory_held", memory_held("none", "the kernels are timed on their own"))
+        write_result(args.out, "kernels", result, render_markdown(result))
         return 0
     result = run_kernel_bench(
         args.out,
@@ -358,7 +356,6 @@ def main(argv: list[str] | None = None) -> int:
         warmup_ms=args.warmup_ms,
         rep_ms=args.rep_ms,
     )
-    print(render_markdown(result))
     return 0
 
 

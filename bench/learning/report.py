@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common.markdown import table
+from bench.common.results import memory_held, memory_held_line
 from bench.learning.summary import MILESTONES, TOP_KEYS
 
 
@@ -69,10 +70,27 @@ def goal_rows(goals: dict[str, bool]) -> list[str]:
     return table(("goal", "met"), rows, compact=True)
 
 
+LEARNING_HELD = {
+    "loo": "for each target, a fresh memory holding the complete caches of the family's other "
+    "chips (and of any source-only caches), then the outcomes of tuning each of them; the "
+    "target's own cache never enters",
+    "lifelong": "one memory per stream, growing: each task's complete cache is ingested after "
+    "it is tuned, beside the agent's outcomes, so a task meets the complete caches of the "
+    "tasks before it in the stream and never its own",
+}
+
+
+def learning_held(protocol: str) -> dict[str, str]:
+    """What the memory held in a `bench learning` protocol: complete recorded spaces."""
+    return memory_held("complete", LEARNING_HELD[protocol])
+
+
 def header(report: dict[str, Any], title: str) -> list[str]:
+    held = report.get("memory_held") or learning_held(report.get("protocol", "loo"))
     return (
         [
             f"# {title}\n",
+            f"{memory_held_line(held)}\n",
             f"Caches: {', '.join(f'`{c}`' for c in report['caches'])}; {report['n_scored']} tasks;"
             f" seeds {report['seeds']}; budget {report['budget']}; k {report['k']}; embedder"
             f" {report['service_settings'].get('embedder')}; machine {report['machine']['cpu']},"

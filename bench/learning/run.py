@@ -237,7 +237,7 @@ def run_learning_bench(
     """
     from bench.learning.lifelong_report import write_markdown as lifelong_markdown
     from bench.learning.lifelong_report import write_plot as lifelong_plot
-    from bench.learning.report import write_markdown, write_plot
+    from bench.learning.report import learning_held, write_markdown, write_plot
     from memory_service.core.embedding.factory import create_embedder
 
     if protocol not in PROTOCOLS:
@@ -285,6 +285,7 @@ def run_learning_bench(
         "note": note,
         **body,
     }
+    report["memory_held"] = learning_held(protocol)
     report["elapsed_s"] = round(time.time() - started, 1)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")

@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.common.results import memory_held, memory_held_line
+
 COLUMNS = ("1", "5", "10", "top_3")
 
 
@@ -78,6 +80,15 @@ def main(argv: list[str] | None = None) -> None:
     text = "\n".join(
         [
             "# Noisy memory sweep (learning benchmark)\n",
+            memory_held_line(
+                memory_held(
+                    "complete",
+                    "as the learning benchmark's protocols hold them (leave-one-chip-out: the "
+                    "other chips' caches; lifelong: the caches of the tasks before), with each "
+                    "cell's noise and mislabelling applied to what enters the memory",
+                )
+            )
+            + "\n",
             f"Cells: {len(cells)} from `{args.folder}`;"
             f" seeds {sorted({c['seeds'] for c in cells})},"
             f" budget {sorted({c['budget'] for c in cells})}; machine {first['machine']['cpu']},"

@@ -1,11 +1,15 @@
 """The live benchmark's Markdown: averages per arm (stable shapes, then all), goals, and every
-held-out shape, from a report `bench.live.report.score_report` scored."""
+held-out shape, from a report `bench.live.report.score_report` scored; `save` writes the
+report and its Markdown."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from bench.common.markdown import cell, table
+from bench.common.results import memory_held, with_memory_held
 from bench.live.report import SWEEP
 
 _f = cell
@@ -110,3 +114,20 @@ def render_markdown(report: dict[str, Any]) -> str:
     for note in report.get("notes", []):
         lines += ["", f"- {note}"]
     return "\n".join(lines) + "\n"
+
+
+LIVE_HELD = memory_held(
+    "complete",
+    "a fresh memory per held-out shape, holding the recorded H200 sweeps of the task's other "
+    "shapes (same_task) or of every other task (all_tasks), and nothing of the held-out shape",
+)
+
+
+def save(out: Path, report: dict[str, Any]) -> str:
+    """Write live.json and live.md (which says what the memory held) in `out`; the Markdown."""
+    report.setdefault("memory_held", LIVE_HELD)
+    markdown = with_memory_held(render_markdown(report), report["memory_held"])
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "live.json").write_text(json.dumps(report, indent=1, default=str))
+    (out / "live.md").write_text(markdown)
+    return markdown

@@ -33,7 +33,7 @@ from bench.common.arms import (
     WIDEN_K,
     arm_proposer,
 )
-from bench.live.markdown import render_markdown
+from bench.live.markdown import LIVE_HELD, render_markdown, save
 from bench.live.memories import (
     MemoryPool,
     MemorySpec,
@@ -284,6 +284,7 @@ class LiveBench:
     def write(self, partial: bool = False) -> dict[str, Any]:
         raw = {
             "benchmark": "live",
+            "memory_held": LIVE_HELD,
             "partial": partial,
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "run_id": self.run_id,
@@ -311,10 +312,7 @@ class LiveBench:
             "shapes": self.shapes,
         }
         report = score_report(raw)
-        out = self.args.out
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "live.json").write_text(json.dumps(report, indent=1, default=str))
-        (out / "live.md").write_text(render_markdown(report))
+        save(self.args.out, report)
         self.save_trajectories()
         return report
 
@@ -366,10 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.merge:
         report = merge([json.loads(path.read_text()) for path in args.merge])
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "live.json").write_text(json.dumps(report, indent=1, default=str))
-        (args.out / "live.md").write_text(render_markdown(report))
-        print(render_markdown(report))
+        print(save(args.out, report))
         return 0
     args.tasks = [t for t in args.tasks.split(",") if t]
     args.arms = [a for a in args.arms.split(",") if a]

@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown cases {unknown}; known: {sorted(known)}")
     cases = [load_case(args.landscape, name) for name in args.cases]
 
-    from bench.common.results import machine, write_result
+    from bench.common.results import machine, memory_held, write_result
 
     memories = Memories(args.shipped)
     results = []
@@ -247,6 +247,11 @@ def main(argv: list[str] | None = None) -> int:
         report = {
             "command": "tunemem bench moe " + " ".join(argv if argv is not None else sys.argv[1:]),
             "machine": machine(),
+            "memory_held": memory_held(
+                "shipped",
+                f"vLLM's shipped files ({args.shipped.name}, no H200 file among them); what "
+                "the tool reports feeds only its own later rounds",
+            ),
             "memory": {
                 "shipped_folder": str(args.shipped.name),
                 "ingest": _jsonable(memories.ingest_summary),

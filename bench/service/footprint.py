@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common.results import machine, write_result
+from bench.common.results import machine, memory_held, write_result
 from bench.service.server import REPO_ROOT, ServerProcess
 
 FIELDS = ("VmHWM", "VmRSS", "RssAnon", "RssFile", "Threads")
@@ -92,6 +92,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             server.stop()
     return {
         "benchmark": "service-memory",
+        "memory_held": memory_held("none", "a store of synthetic lessons"),
         "command": "python -m bench.service.footprint " + " ".join(sys.argv[1:]),
         "machine": machine(),
         "lessons": args.size,

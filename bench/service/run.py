@@ -198,7 +198,7 @@ def run_service_bench(
     Returns:
         The result document (also written when `out` is given).
     """
-    from bench.common.results import machine
+    from bench.common.results import machine, memory_held, write_result
     from bench.service.report import markdown
 
     spec = dict(
@@ -248,6 +248,7 @@ def run_service_bench(
     result: dict[str, Any] = {
         "benchmark": "service",
         "synthetic": SYNTHETIC_NOTE,
+        "memory_held": memory_held("none", "a store of synthetic lessons of the sizes above"),
         "command": command or _command_line(sizes, embedder, distinct, concurrency, duration, name),
         "machine": machine(),
         "code_version": _code_version(),
@@ -267,8 +268,6 @@ def run_service_bench(
         "cases": results,
     }
     if out is not None:
-        from bench.common.results import write_result
-
         write_result(out, name, result, markdown(result))
     return result
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common.results import machine, write_result
+from bench.common.results import machine, memory_held, write_result
 from ingest.readers import iter_paths, read_any
 from memory_service.core.embedding.minilm_onnx import MiniLMOnnxEmbedder
 from memory_service.core.lessons import rows as lesson_rows
@@ -125,6 +125,7 @@ def run(data: Path, out: Path, queries_max: int = 400, seed: int = 0) -> dict[st
         )
     result: dict[str, Any] = {
         "benchmark": "embedder-int8",
+        "memory_held": memory_held("none", "the embedder is measured on the data set's lessons"),
         "command": f"python -m bench.studies.embedder_int8 --data {data} --out {out}",
         "machine": machine(),
         "load_average_1min": [load_before, round(os.getloadavg()[0], 2)],

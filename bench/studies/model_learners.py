@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import spearmanr
 
-from bench.common.results import machine
+from bench.common.results import machine, memory_held
 from bench.learning.tasks import discover_tasks
 
 DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "kerneltuner"
@@ -98,7 +98,13 @@ def run(folders: list[Path]) -> dict[str, Any]:
                     }
                     print(row, flush=True)
                     results.append(row)
-    return {"benchmark": "model_learners", "machine": machine(), "results": results}
+    held = memory_held("none", "the learners are fitted on samples of each recorded space")
+    return {
+        "benchmark": "model_learners",
+        "memory_held": held,
+        "machine": machine(),
+        "results": results,
+    }
 
 
 def main() -> None:

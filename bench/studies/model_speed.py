@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common.results import machine
+from bench.common.results import machine, memory_held, memory_held_line
 from bench.learning.tasks import discover_tasks
 
 DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "kerneltuner"
@@ -52,6 +52,9 @@ def run(caches: Path, target_chip: str | None, repeats: int) -> dict[str, Any]:
     names = target.recording.param_names
     report: dict[str, Any] = {
         "benchmark": "model_speed",
+        "memory_held": memory_held(
+            "complete", "the family's recorded caches except the target chip's"
+        ),
         "caches": str(caches),
         "target": target.name,
         "sources": [s.name for s in sources],
@@ -114,6 +117,8 @@ def run(caches: Path, target_chip: str | None, repeats: int) -> dict[str, Any]:
 def write_markdown(report: dict[str, Any], path: Path) -> None:
     lines = [
         "# Performance model: training time and suggest latency",
+        "",
+        memory_held_line(report["memory_held"]),
         "",
         f"Family: `{report['caches']}`; target {report['target']} (its cache not in memory), "
         f"sources {', '.join(report['sources'])}; {report['configurations']} stored "

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bench.common.results import memory_held, memory_held_line
+
 
 def _budgets(result: dict[str, Any]) -> list[int]:
     return list(result["settings"]["budgets"])
@@ -21,6 +23,14 @@ def _memory_line(settings: dict[str, Any]) -> str:
             "sources (only what they evaluated), ingested"
         )
     return "the sources tuned by the strategy, then their whole caches ingested"
+
+
+def held(settings: dict[str, Any]) -> dict[str, str]:
+    """What the memory held, by the run's memory mode (`caches`: complete recorded spaces;
+    `self-fed` and `kt-runs`: only what earlier runs timed)."""
+    mode = settings.get("memory", "caches")
+    kind = "complete" if mode == "caches" else "self-fed"
+    return memory_held(kind, _memory_line(settings) + "; the target's own cache never enters")
 
 
 def _evals(value: Any) -> str:
@@ -100,7 +110,7 @@ def markdown(result: dict[str, Any]) -> str:
         f"wall {result['wall_s']} s.  ",
         f"Seeds: {settings['seeds']}; suggestions per round k = {settings['k']}; source runs of "
         f"{settings['source_budget']} evaluations.  ",
-        f"Memory: {_memory_line(settings)}.  ",
+        f"{memory_held_line(result.get('memory_held') or held(settings))}  ",
         f"Failed configurations: {settings['failed_configurations']}.  ",
         f"Score: {settings['score']}.",
         "",

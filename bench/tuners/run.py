@@ -226,7 +226,7 @@ def run_tuners_bench(
     source_strategy: str = "genetic_algorithm",
 ) -> dict[str, Any]:
     """Run every arm on every task; write `out` (JSON), its Markdown and plot beside it."""
-    from bench.tuners.report import markdown, plot
+    from bench.tuners.report import held, markdown, plot
 
     budgets = sorted(set(budgets))
     tasks = discover_tasks(caches)
@@ -281,6 +281,7 @@ def run_tuners_bench(
                 progress(f"{task.name}: {strategy} {_line(entry['arms'][strategy], budgets)}")
             result["tasks"][task.name] = entry
     result["summary"] = summary(result["tasks"], budgets)
+    result["memory_held"] = held(result["settings"])
     result["warnings"] = sorted(set(_WARNINGS))
     result["wall_s"] = round(time.perf_counter() - started, 1)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -298,7 +299,7 @@ def merge_results(parts: list[Path], out: Path, command: str) -> dict[str, Any]:
     Markdown and plot made again."""
     import json
 
-    from bench.tuners.report import markdown, plot
+    from bench.tuners.report import held, markdown, plot
 
     loaded = [json.loads(p.read_text()) for p in parts]
     first = loaded[0]
@@ -315,6 +316,7 @@ def merge_results(parts: list[Path], out: Path, command: str) -> dict[str, Any]:
     }
     result["tasks"] = {name: t for r in loaded for name, t in r["tasks"].items()}
     result["summary"] = summary(result["tasks"], list(first["settings"]["budgets"]))
+    result["memory_held"] = held(result["settings"])
     result["warnings"] = sorted({w for r in loaded for w in r.get("warnings", [])})
     result["wall_s"] = round(sum(r["wall_s"] for r in loaded), 1)
     out.write_text(json.dumps(result, indent=2, default=str) + "\n")

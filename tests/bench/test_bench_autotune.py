@@ -55,10 +55,14 @@ def test_bench_autotune_protocol_on_the_interpreter(tmp_path, monkeypatch):
     out = tmp_path / "out"
     argv = ["--device", "cpu", "--tasks", "decode_attention", "--top-k", "2", "--rounds", "1"]
     argv += ["--sweeps", str(sweeps), "--out", str(out), "--trajectories", str(out)]
-    assert main([*argv, "--workers", "2"]) == 0
+    # One held-out shape (the smaller), with a memory of the other's sweep: the protocol whole,
+    # at a third of the interpreter's timings of both shapes.
+    assert main([*argv, "--shapes", "1", "--workers", "1"]) == 0
 
     report = json.loads((out / "autotune.json").read_text())
-    assert [r["shape"] for r in report["shapes"]] == [c.name for c in task.small_shapes]
+    held_out = task.small_shapes[0]
+    assert [r["shape"] for r in report["shapes"]] == [held_out.name]
+    assert len(candidate_configs(task, held_out.dims)) > 2  # so the drop-in's 2 are a budget
     for row in report["shapes"]:
         given = len(candidate_configs(task, row["dims"]))
         assert row["full"]["timed"] == given
@@ -67,11 +71,13 @@ def test_bench_autotune_protocol_on_the_interpreter(tmp_path, monkeypatch):
         assert row["memory"]["reported"][0]["sent"]
         assert len(row["retimed_ms"]["full"]) == len(row["retimed_ms"]["memory"]) == 1
         assert row["speed"] > 0 and row["wall_ratio"] > 0
-    assert report["summary"]["all"]["shapes"] == 2
+    assert report["summary"]["all"]["shapes"] == 1
     assert "| decode_attention |" in (out / "autotune.md").read_text()
+    assert report["memory_held"]["kind"] == "complete"  # the other shape's whole sweep
+    assert "Memory held: **complete**" in (out / "autotune.md").read_text()
     saved = [json.loads(line) for line in (out / "autotune-decode_attention.jsonl").open()]
     roles = sorted(r["evidence"]["role"] for r in saved)
-    assert roles == ["drop-in", "drop-in", "full_autotune", "full_autotune"]
+    assert roles == ["drop-in", "full_autotune"]
 
 
 def test_bench_autotune_cold_protocol_on_the_interpreter(tmp_path):
@@ -87,18 +93,24 @@ def test_bench_autotune_cold_protocol_on_the_interpreter(tmp_path):
     out = tmp_path / "out"
     argv = ["--device", "cpu", "--tasks", "decode_attention", "--top-k", "2", "--rounds", "1"]
     argv += ["--sweeps", str(sweeps), "--out", str(out), "--trajectories", str(out)]
-    assert main([*argv, "--cold", "--orders", "1", "--workers", "1", "--name", "cold"]) == 0
+    # Order 0 puts the smaller shape first (timed in full), then the larger within top_k.
+    assert main([*argv, "--cold", "--orders", "0", "--workers", "1", "--name", "cold"]) == 0
 
     report = json.loads((out / "cold.json").read_text())
     first, second = report["shapes"]
     assert [first["position"], second["position"]] == [0, 1]
     assert first["how"] == "the memory had nothing: every configuration"
     assert first["timed"] == first["given"] == len(candidate_configs(task, get_dims(task, first)))
-    assert second["how"] == "memory" and second["timed"] <= 2
+    assert second["how"] == "memory" and second["timed"] <= 2 < second["given"]
     assert all(r["reported"][0]["sent"] for r in report["shapes"])
     assert second["speed"] > 0 and 0 < second["random_k"] <= 1
     assert report["summary"]["all"]["keys"] == 1  # scored after the first key
-    assert "| decode_attention | 1 | 1 |" in (out / "cold.md").read_text()
+    assert "| decode_attention | 0 | 1 |" in (out / "cold.md").read_text()
+    assert report["memory_held"]["kind"] == "cold"
+    assert "Memory held: **cold**" in (out / "cold.md").read_text()
+    # One writer for both protocols: the same head fields, whichever wrote the report.
+    head = {"benchmark", "date", "run_id", "command", "machine", "device", "memory_held"}
+    assert head | {"top_k", "explore", "rounds", "notes"} <= set(report)
     saved = [json.loads(line) for line in (out / "cold-decode_attention.jsonl").open()]
     assert len(saved) == 2  # what the drop-in reported: the memory's only source
 

@@ -114,6 +114,8 @@ def test_bench_tuners_command_writes_json_markdown_and_plot(synthetic_caches: Pa
     }
     assert all(name not in memory for name, memory in own.items())  # never the task's own
     assert out.with_suffix(".md").read_text().startswith("# bench tuners")
+    assert data["memory_held"]["kind"] == "complete"  # the sources' whole caches went in
+    assert "Memory held: **complete**" in out.with_suffix(".md").read_text()
     assert out.with_suffix(".png").stat().st_size > 0
     bad = CliRunner().invoke(app, ["bench", "tuners", "--budgets", "0", "--out", str(out)])
     assert bad.exit_code == 2
@@ -204,6 +206,8 @@ def test_a_memory_filled_only_by_tuning_runs_holds_only_what_they_evaluated(
         # target's own run is not in it yet: never a whole cache.
         assert counts["trajectories"] == 2
         assert counts["attempts"] == 6
-    assert "Memory: " in out.with_suffix(".md").read_text()
+    # Both modes hold only what earlier runs timed, and the result and its Markdown say so.
+    assert data["memory_held"]["kind"] == "self-fed"
+    assert "Memory held: **self-fed**" in out.with_suffix(".md").read_text()
     bad = CliRunner().invoke(app, [*args[:-2], "--memory", "everything", "--out", str(out)])
     assert bad.exit_code == 2
