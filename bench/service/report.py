@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.common.markdown import table
+from bench.common.results import memory_held_line
 
 # Issue 21's goals for the embedded default at 100k lessons (MiniLM, 2 cores).
 GOALS = {
@@ -84,6 +85,7 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         "# Service benchmark",
         "",
+        *([memory_held_line(result["memory_held"]), ""] if "memory_held" in result else []),
         f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB. The machine may be "
         "shared with other work, so the load average before and after each run is listed "
         "beside it (a quiet machine with this bench running shows about 1-2.5). "

@@ -74,6 +74,8 @@ def test_result_is_labelled_synthetic_and_written(tiny_result: tuple) -> None:
     assert table == markdown(result)
     assert "| 300 | embedded (1 worker) | closed c=1 |" in table and "SYNTHETIC" in table
     assert "shared" in table and "## Floor" in table
+    assert saved["memory_held"]["kind"] == "none"  # a service figure, not a tuning memory's
+    assert "Memory held: **none**" in table
 
 
 def test_synthetic_lessons_are_unique_and_deterministic() -> None:
