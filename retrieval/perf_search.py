@@ -149,7 +149,7 @@ class Posterior:
         self.features = features
         self.open = open_rows
         rng = np.random.default_rng(seed)
-        self.draw = float(rng.random())
+        self.draw = float(np.random.default_rng((seed, 1)).random())  # the fit's stream intact
         all_rows = np.array([i for i, _ in observed], dtype=np.int64)
         all_y = np.array([v for _, v in observed], dtype=np.float64)
         self.ranked_observed = features[all_rows[np.argsort(all_y, kind="stable")]]
