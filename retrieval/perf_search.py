@@ -20,14 +20,15 @@ per stored chip (from chip similarity: descriptors), and returns a `Posterior`:
    spaces is sure of itself; one of a few partial runs is not); then, shrunk towards that by
    κ = 3 outcomes, the rank correlation of the prediction with what the run measured.
 5. Acquisition: expected improvement over the best observed latency (without a feasible
-   observation, the lowest predicted latency), each pick of a batch discounting the candidates
-   near the earlier ones, as much as the memory is unsure (1 - confidence), so a batch does not
-   spend itself on one basin the memory cannot vouch for. Where the memory is
-   unsure, a share (1 - confidence) / 2 of the batch explores instead: space-filling picks, the
-   candidates farthest from everything tried among those whose optimistic prediction (lower
-   90% bound) is in the better half. Every suggestion carries the confidence and its purpose.
-   A tried configuration is never suggested; candidates are the stored feasible configurations
-   (or the caller's valid list), restricted to the caller's parameter values.
+   observation, the lowest predicted latency), in a batch composed by `retrieval.perf_batch`:
+   exploitation that discounts the candidates near earlier picks as much as the memory is
+   unsure; once the run's best stalls, the best-predicted untried neighbours of its best
+   configurations; and space-filling picks, a share that grows as the memory is unsure and as
+   the best stalls. Every suggestion carries the confidence and its purpose. The GP is
+   evaluated on a shortlist of large spaces (the ensemble's most promising candidates, a seeded
+   sample of the rest, and always the neighbours of the run's best configurations).
+   A tried configuration is never suggested; candidates are the stored feasible ones (or the
+   caller's valid list), restricted to the caller's parameter values.
 
 The cost is bounded whatever the run sent: the chip weights and the residual are fitted on at
 most `FIT_OBSERVATIONS` feasible observations (the fastest half of that, then a seeded sample
@@ -47,14 +48,13 @@ import numpy as np
 import numpy.typing as npt
 from scipy.special import ndtr
 
-from retrieval.perf_gp import Residual, distances
+from retrieval.perf_batch import INTERVAL_Z, BatchInputs, batch_counts, pick_batch
+from retrieval.perf_gp import Residual
 from retrieval.perf_model import ConfigKey, FamilyModel, FloatArray
 from retrieval.perf_weights import chip_weights, run_confidence
 
 SLOPE_RIDGE = 0.5  # shrinkage of the calibration slope towards 1
-INTERVAL_Z = 1.645  # a 90% interval
-# The GP is evaluated on a shortlist: the candidates the calibrated ensemble rates best,
-# optimistically (mean minus two deviations), and a seeded sample of the rest.
+# The GP's shortlist: the candidates the ensemble rates best (mean minus two deviations).
 SHORTLIST = 1500
 SHORTLIST_SAMPLE = 500
 POOLED = "pooled"  # the pooled model's column (`retrieval.perf_pooled`)
@@ -65,7 +65,6 @@ POOLED = "pooled"  # the pooled model's column (`retrieval.perf_pooled`)
 # to 0.82 of its optimum at 50 evaluations, 0.1 the mean at 100 from 0.96 to 0.80).
 POOLED_SHARE_NEW_KEY = 0.5
 POOLED_SHARE_KNOWN_KEY = 0.0
-EXPLORE_SHARE = 0.5  # share of a batch that explores when the confidence is 0
 # Feasible observations the chip weights and the residual GP are fitted on, at most: a model
 # step of a long run costs what one of this many observations does (well under a second).
 FIT_OBSERVATIONS = 256
@@ -96,7 +95,8 @@ class ModelSuggestion:
     n_observations: int  # the run's feasible observations the prediction is refit on
     drivers: list[tuple[str, Any, float]]  # (parameter, value, predicted latency ratio)
     confidence: float = 1.0  # how far the memory's prediction holds here (module, 4.)
-    purpose: str = "exploit"  # "exploit" (expected improvement) or "explore" (space-filling)
+    purpose: str = "exploit"  # "exploit", "local" or "explore" (`retrieval.perf_batch`)
+    stall: int = 0  # the run's outcomes since its best one
 
 
 class _Keys:
@@ -140,15 +140,19 @@ class Posterior:
         seed: int,
         prior_confidence: float = 1.0,
         names: Sequence[str] = (),
+        stall: int = 0,
     ) -> None:
         self.model = model
+        self.stall = stall
         self.names = tuple(names) or model.chips
         self.keys = keys
         self.features = features
         self.open = open_rows
         rng = np.random.default_rng(seed)
+        self.draw = float(np.random.default_rng((seed, 1)).random())  # the fit's stream intact
         all_rows = np.array([i for i, _ in observed], dtype=np.int64)
         all_y = np.array([v for _, v in observed], dtype=np.float64)
+        self.ranked_observed = features[all_rows[np.argsort(all_y, kind="stable")]]
         self.n_observations = len(all_y)
         fit = fit_subsample(all_y, rng)
         rows, y = all_rows[fit], all_y[fit]
@@ -164,6 +168,7 @@ class Posterior:
             a = float(all_y.mean() - b * m[all_rows].mean())
         self.mean = a + b * m
         self.var = b * b * spread + 1e-4
+        self.coverage = prior_confidence  # the share of the candidates the memory measured
         self.confidence = run_confidence(prior_confidence, self.mean[rows], y)
         self.length = 0.2 * math.sqrt(max(1, features.shape[1]))
         if len(y) >= 2:
@@ -190,7 +195,16 @@ class Posterior:
         order = np.argsort(optimistic, kind="stable")
         top, rest = candidates[order[:SHORTLIST]], candidates[order[SHORTLIST:]]
         sample = rng.choice(rest, size=min(SHORTLIST_SAMPLE, len(rest)), replace=False)
-        return np.asarray(np.sort(np.concatenate([top, sample])), dtype=np.int64)
+        # The neighbours of the run's best configurations always: where the run's own outcomes
+        # say most, whatever the stored spaces predict there (`retrieval.perf_batch`, local).
+        near = np.zeros(len(self.keys), dtype=bool)
+        for hamming, centres in ((2, self.ranked_observed[:1]), (1, self.ranked_observed[:5])):
+            for centre in centres:
+                near |= (self.features != centre[None, :]).sum(axis=1) <= hamming
+        near &= self.open
+        return np.asarray(
+            np.unique(np.concatenate([top, sample, np.flatnonzero(near)])), dtype=np.int64
+        )
 
     def acquisition(self) -> FloatArray:
         """Expected improvement (ln units) over the best observation; before one, -mean."""
@@ -202,49 +216,25 @@ class Posterior:
         return np.asarray(ei, dtype=np.float64)
 
     def explore_count(self, k: int) -> int:
-        """How many of a batch of k explore (module, 5.): none when the memory is sure."""
-        return min(k, int(math.floor(k * EXPLORE_SHARE * (1.0 - self.confidence) + 0.5)))
+        """How many of a batch of k explore (`retrieval.perf_batch`): none when the memory is
+        sure and the run's best still improves."""
+        return batch_counts(k, self.confidence, self.stall, self.draw, self.coverage)[1]
 
     def _picks(self, k: int) -> list[tuple[int, str]]:
-        """The batch: expected improvement with nearby candidates discounted after each pick,
-        and the space-filling share (module, 5.)."""
-        score = np.where(self.open, self.acquisition(), -np.inf)
-        n_explore = self.explore_count(k)
-        picks: list[tuple[int, str]] = []
-        chosen: list[int] = []
-        for _ in range(k - n_explore):
-            i = int(np.argmax(score))
-            if not np.isfinite(score[i]):
-                break
-            picks.append((i, "exploit"))
-            chosen.append(i)
-            near = distances(self.features, self.features[i : i + 1])[:, 0]
-            # As unsure as the memory is: a sure one keeps its ranking (full recorded spaces:
-            # a full discount cost convolution on the A4000 0.99 -> 0.79 at 5 evaluations).
-            discount = 1.0 - (1.0 - self.confidence) * np.exp(-((near / self.length) ** 2))
-            score = np.where(np.isfinite(score), score * discount, score)
-            score[i] = -np.inf
-        if n_explore:
-            lower = self.mean - INTERVAL_Z * np.sqrt(self.var)
-            open_rows = self.open.copy()
-            open_rows[chosen] = False
-            if open_rows.any():
-                promising = open_rows & (lower <= np.median(lower[open_rows]))
-                tried = np.vstack([self.observed_features, self.features[chosen]])
-                far = (
-                    distances(self.features, tried).min(axis=1)
-                    if len(tried)
-                    else np.ones(len(self.keys))
-                )
-                for _ in range(n_explore):
-                    gap = np.where(promising, far, -np.inf)
-                    i = int(np.argmax(gap))
-                    if not np.isfinite(gap[i]):
-                        break
-                    picks.append((i, "explore"))
-                    promising[i] = False
-                    far = np.minimum(far, distances(self.features, self.features[i : i + 1])[:, 0])
-        return picks
+        """The batch of `retrieval.perf_batch`: exploitation, the incumbent's neighbours once
+        the best stalls, and space-filling picks."""
+        inputs = BatchInputs(
+            self.features,
+            self.open,
+            self.acquisition(),
+            self.mean,
+            self.var,
+            self.length,
+            self.confidence,
+            self.observed_features,
+            self.ranked_observed,
+        )
+        return pick_batch(inputs, k, self.stall, self.draw, self.coverage)
 
     def suggest(self, k: int) -> list[ModelSuggestion]:
         """Up to k untried candidates: the batch of `_picks`, exploitation first."""
@@ -277,6 +267,7 @@ class Posterior:
                     drivers=self.drivers(int(i)),
                     confidence=round(self.confidence, 3),
                     purpose=purpose,
+                    stall=self.stall,
                 )
             )
         return out
@@ -389,7 +380,16 @@ def fit_posterior(
         seed,
         prior_confidence=coverage,
         names=names,
+        stall=stall_of(observations),
     )
+
+
+def stall_of(observations: Sequence[tuple[ConfigKey, float | None]]) -> int:
+    """Observations made after the run's best one (all of them before a feasible one)."""
+    latencies = [ms if ms is not None and ms > 0 else math.inf for _, ms in observations]
+    if not latencies or min(latencies) == math.inf:
+        return len(latencies)
+    return len(latencies) - 1 - latencies.index(min(latencies))
 
 
 def _keeps_to(model: FamilyModel, key: ConfigKey, allowed: Mapping[str, Sequence[Any]]) -> bool:

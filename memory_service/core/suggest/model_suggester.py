@@ -47,6 +47,12 @@ def column_prior(
 def _rationale(s: ModelSuggestion, n_configs: int) -> str:
     chips = ", ".join(f"{c} {w:.2f}" for c, w in sorted(s.chips.items(), key=lambda x: -x[1]))
     drivers = ", ".join(f"{p}={v} (x{r:.2f})" for p, v, r in s.drivers)
+    if s.purpose == "local":
+        return (
+            f"searching near the run's best: {s.stall} outcomes without improvement, so this "
+            f"is the best-predicted untried neighbour of the best configurations (predicted "
+            f"{s.fraction:.2f} of the optimum, {s.interval[0]:.2f}-{s.interval[1]:.2f})"
+        )
     if s.purpose == "explore":
         return (
             f"exploring: the memory's confidence here is {s.confidence:.2f}, so this is the "
@@ -136,6 +142,7 @@ class ModelSearch:
                         "drivers": [{"param": p, "value": v, "ratio": r} for p, v, r in s.drivers],
                         "confidence": s.confidence,
                         "purpose": s.purpose,
+                        "stall": s.stall,
                     },
                 )
             )

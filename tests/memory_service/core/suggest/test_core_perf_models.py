@@ -166,7 +166,7 @@ def test_suggest_serves_model_suggestions_that_say_what_they_rest_on(make_servic
         p = s.prediction
         assert p is not None and p["n_observations"] == 3
         assert set(p["chips"]) <= {"a100", "a4000", "pooled"} and p["configurations"] == 96
-        assert p["purpose"] in ("exploit", "explore") and 0.0 <= p["confidence"] <= 1.0
+        assert p["purpose"] in ("exploit", "local", "explore") and 0.0 <= p["confidence"] <= 1.0
         low, high = p["interval"]
         assert low <= p["fraction"] <= high
         assert "of this run's outcomes" in s.rationale
