@@ -3,15 +3,17 @@
 FROM python:3.11-slim
 WORKDIR /src
 COPY . .
-# The CPU build of torch first, so the install does not pull a CUDA build.
+# The CPU build of torch first, so the install does not pull a CUDA build; then exactly the
+# versions of requirements/serve.lock, each checked against its hash; then tunemem itself.
 RUN pip install --no-cache-dir torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \
-    && pip install --no-cache-dir '.[server]'
+    && pip install --no-cache-dir --require-hashes --no-deps -r requirements/serve.lock \
+    && pip install --no-cache-dir --no-deps .
 ENV HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false \
     TUNEMEM_MODEL_CACHE=/opt/tunemem/models
 # The default embedder's ONNX graph, exported from the bundled weights at build, so no worker
 # exports it at its first start.
-RUN python -c "from memory_service.core.embedding.factory import create_embedder; \
-from memory_service.core.settings import Settings; s = Settings(); \
+RUN python -c "from tunemem.memory_service.core.embedding.factory import create_embedder; \
+from tunemem.memory_service.core.settings import Settings; s = Settings(); \
 create_embedder(s.embedder, s.embedding_model_path, s.embed_threads, s.model_cache)"
 EXPOSE 8000
 CMD ["tunemem", "serve", "--host", "0.0.0.0", "--port", "8000"]

@@ -30,7 +30,7 @@ SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 
 @pytest.fixture(scope="session")
 def embedder():
-    from memory_service.core.embedding.factory import create_embedder
+    from tunemem.memory_service.core.embedding.factory import create_embedder
 
     return create_embedder("minilm")
 
@@ -38,8 +38,8 @@ def embedder():
 @pytest.fixture
 def make_service(tmp_path, embedder):
     """Factory for services on a data directory (default: a fresh one), real Chroma index."""
-    from memory_service.core.settings import Settings
-    from memory_service.service import MemoryService
+    from tunemem.memory_service.core.settings import Settings
+    from tunemem.memory_service.service import MemoryService
 
     made = []
 
@@ -63,7 +63,7 @@ def service(make_service):
 def client(service):
     from fastapi.testclient import TestClient
 
-    from memory_service.http.app import create_app
+    from tunemem.memory_service.http.app import create_app
 
     with TestClient(create_app(service)) as test_client:
         yield test_client

@@ -88,7 +88,15 @@ def served(tmp_path_factory):
     env.pop("TUNEMEM_API_KEY", None)
     log = (work / "serve.log").open("w")
     server = subprocess.Popen(
-        [sys.executable, "-m", "memory_service.cli", "serve", "--seed", "--port", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "tunemem.memory_service.cli",
+            "serve",
+            "--seed",
+            "--port",
+            str(port),
+        ],
         cwd=clone,
         env=env,
         stdout=log,

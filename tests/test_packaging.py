@@ -45,7 +45,7 @@ def test_metadata_builds_with_the_licence_and_no_deprecation(tmp_path: Path, mon
 
 def test_compose_runs_postgres_chroma_and_two_workers() -> None:
     yaml = pytest.importorskip("yaml")
-    from memory_service.core.settings import Settings
+    from tunemem.memory_service.core.settings import Settings
 
     compose = yaml.safe_load((ROOT / "compose.yaml").read_text(encoding="utf-8"))
     services = compose["services"]

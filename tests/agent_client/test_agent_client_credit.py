@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_client.credit import carried_settings, credited
+from tunemem.agent_client.credit import carried_settings, credited
 
 LESSONS = [
     {"id": "ex", "hint": {"config": {"a": 1, "b": 2}}},
@@ -34,12 +34,12 @@ class _RecordingClient:
         self.reports: list[list[str]] = []
 
     def retrieve(self, **_: object):
-        from agent_client.models import Retrieval
+        from tunemem.agent_client.models import Retrieval
 
         return Retrieval(retrieval_id=f"r{len(self.reports)}", lessons=self.lessons)
 
     def report(self, retrieval_id: str, outcome: object, *, used: list[str], **_: object):
-        from agent_client.models import OutcomeReceipt
+        from tunemem.agent_client.models import OutcomeReceipt
 
         self.reports.append(list(used))
         return OutcomeReceipt(rewards={lid: 1.0 for lid in used}, values={})
@@ -49,11 +49,11 @@ class _RecordingClient:
 
 
 def test_the_agent_reports_the_carried_setting_beside_the_exemplar() -> None:
-    from agent_client.models import RetrievedLesson
-    from agent_client.proposers import create_proposer
-    from agent_client.run import run_graph
-    from ingest.samples import TARGETS_DIR
-    from kernels.runners.replay import ReplayRunner
+    from tunemem.agent_client.models import RetrievedLesson
+    from tunemem.agent_client.proposers import create_proposer
+    from tunemem.agent_client.run import run_graph
+    from tunemem.ingest.samples import TARGETS_DIR
+    from tunemem.kernels.runners.replay import ReplayRunner
 
     runner = ReplayRunner(TARGETS_DIR / "convolution" / "W6600.json.gz")
     space = runner.parameter_space()

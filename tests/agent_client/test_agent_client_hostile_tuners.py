@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from ingest.samples import TARGETS_DIR
 from tests.agent_client.hostile_memory import HostileMemory
+from tunemem.ingest.samples import TARGETS_DIR
 
 
 @pytest.fixture
@@ -49,7 +49,7 @@ def w6600(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
 
 
 def _tune(url: str, cache: tuple[Path, dict], fevals: int = 10):
-    from agent_client.tuners.kernel_tuner import MemoryStrategy
+    from tunemem.agent_client.tuners.kernel_tuner import MemoryStrategy
 
     path, doc = cache
     said: list[str] = []
@@ -113,7 +113,7 @@ def _triton_kernel(url: str):
     import triton
     import triton.language as tl
 
-    from agent_client.tuners.triton_autotune import hook, interpreter_bench
+    from tunemem.agent_client.tuners.triton_autotune import hook, interpreter_bench
 
     configs = [triton.Config({"BLOCK": b}, num_warps=w) for b in (16, 32, 64) for w in (1, 2)]
 
@@ -149,7 +149,7 @@ triton_only = pytest.mark.skipif(
     + [("outside", "text"), ("wrong_types", "text")],
 )
 def test_triton_times_every_configuration_after_one_warning(hostile, mode, malformed):
-    from agent_client.tuners.triton_autotune import MemoryUnavailableWarning
+    from tunemem.agent_client.tuners.triton_autotune import MemoryUnavailableWarning
 
     hostile.mode, hostile.malformed = mode, malformed
     kernel = _triton_kernel(hostile.url)
@@ -168,7 +168,7 @@ def test_triton_times_every_configuration_after_one_warning(hostile, mode, malfo
 
 @triton_only
 def test_triton_reports_in_the_background_of_a_hung_memory(hostile):
-    from agent_client.tuners.triton_autotune import MemoryUnavailableWarning
+    from tunemem.agent_client.tuners.triton_autotune import MemoryUnavailableWarning
 
     hostile.report_mode = "hang"
     kernel = _triton_kernel(hostile.url)

@@ -8,7 +8,7 @@ import json
 import httpx
 import pytest
 
-from agent_client import (
+from tunemem.agent_client import (
     AsyncMemoryClient,
     MemoryAPIError,
     MemoryClient,

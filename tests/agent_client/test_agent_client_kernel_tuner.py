@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_client.tuners.kernel_tuner import MemoryStrategy, device_name
-from ingest.readers import read_any
-from ingest.samples import SAMPLES_DIR, TARGETS_DIR
+from tunemem.agent_client.tuners.kernel_tuner import MemoryStrategy, device_name
+from tunemem.ingest.readers import read_any
+from tunemem.ingest.samples import SAMPLES_DIR, TARGETS_DIR
 
 kernel_tuner = pytest.importorskip("kernel_tuner", reason="needs kernel_tuner (make install)")
 
@@ -27,7 +27,7 @@ def live(make_service) -> Iterator[Callable[..., tuple[str, object]]]:
     """live(ingest=[paths]) starts a service on a free loopback port; returns (url, service)."""
     import uvicorn
 
-    from memory_service.http.app import create_app
+    from tunemem.memory_service.http.app import create_app
 
     servers = []
 
@@ -202,7 +202,7 @@ def test_a_space_too_large_to_send_still_uses_the_memory(live, w6600_cache, monk
     """More valid configurations than the service takes (50,000) used to lose the memory
     silently (413, then the own search): now the space goes without its valid list, one
     warning says why, and the memory's suggestions within the restrictions are evaluated."""
-    from agent_client.tuners import kernel_tuner as strategy_module
+    from tunemem.agent_client.tuners import kernel_tuner as strategy_module
 
     url, _ = live([SAMPLES_DIR / "kerneltuner" / "convolution" / "A100.json.gz"])
     path, doc = w6600_cache

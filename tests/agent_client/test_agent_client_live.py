@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
-from agent_client import MemoryClient, Outcome
-from agent_client.proposers import create_proposer
-from agent_client.run import run_agent, run_graph
-from ingest.readers import read_any
-from ingest.records import TrajectoryRecord
-from kernels.runners.base import EvalResult
-from kernels.runners.replay import ReplayRunner
+from tunemem.agent_client import MemoryClient, Outcome
+from tunemem.agent_client.proposers import create_proposer
+from tunemem.agent_client.run import run_agent, run_graph
+from tunemem.ingest.readers import read_any
+from tunemem.ingest.records import TrajectoryRecord
+from tunemem.kernels.runners.base import EvalResult
+from tunemem.kernels.runners.replay import ReplayRunner
 
-pytest.importorskip("memory_service.http.app")
-from bench.common.memory_server import LiveService  # noqa: E402
+pytest.importorskip("tunemem.memory_service.http.app")
+from tunemem.bench.common.memory_server import LiveService  # noqa: E402
 
 
 @pytest.fixture

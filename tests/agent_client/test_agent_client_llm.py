@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from agent_client.models import RetrievedLesson
-from agent_client.proposers import AttemptOutcome, ProposalRequest, TaskDescription
-from agent_client.proposers.llm import LLMProposer
+from tunemem.agent_client.models import RetrievedLesson
+from tunemem.agent_client.proposers import AttemptOutcome, ProposalRequest, TaskDescription
+from tunemem.agent_client.proposers.llm import LLMProposer
 
 SPACE = {"bx": (32, 64), "tx": (1, 2)}
 
@@ -138,7 +138,7 @@ def test_unreachable_endpoint_falls_back() -> None:
 
 
 def test_prompt_spells_out_the_glossary_and_staleness() -> None:
-    from agent_client.prompts import render_lessons
+    from tunemem.agent_client.prompts import render_lessons
 
     lesson = RetrievedLesson.from_json(
         {

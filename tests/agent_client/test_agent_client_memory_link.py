@@ -12,14 +12,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent_client.models import Outcome
-from agent_client.tuners.memory_link import (
+from tests.agent_client.hostile_memory import HostileMemory
+from tunemem.agent_client.models import Outcome
+from tunemem.agent_client.tuners.memory_link import (
     MemoryLink,
     MemoryLinkError,
     Reporter,
     usable_suggestions,
 )
-from tests.agent_client.hostile_memory import HostileMemory
 
 SPACE = {"BLOCK": (16, 32, 64), "WARPS": (1, 2), "SHMEM": (0, 1)}
 OUTCOME = Outcome(compiled=True, correct=True, latency_ms=1.0)

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agent_client.client import MemoryClient
-from agent_client.tuners.moe import MoeShape, MoeTuning, tune_moe
-from agent_client.tuners.moe_memory import MemoryUnavailableWarning
-from ingest.readers import read_any
-from ingest.readers.vllm_moe import read as read_vllm
-from ingest.records import TrajectoryRecord
-from ingest.samples import SAMPLES_DIR
-from kernels.moe_recorded import recorded_benchmark
+from tunemem.agent_client.client import MemoryClient
+from tunemem.agent_client.tuners.moe import MoeShape, MoeTuning, tune_moe
+from tunemem.agent_client.tuners.moe_memory import MemoryUnavailableWarning
+from tunemem.ingest.readers import read_any
+from tunemem.ingest.readers.vllm_moe import read as read_vllm
+from tunemem.ingest.records import TrajectoryRecord
+from tunemem.ingest.samples import SAMPLES_DIR
+from tunemem.kernels.moe_recorded import recorded_benchmark
 
 REPO = Path(__file__).resolve().parents[2]
 LANDSCAPE = REPO / "bench" / "results" / "moe" / "h200-landscape" / "mixtral-8x7b-tp1-fp8.jsonl.gz"
@@ -46,7 +46,7 @@ def landscape():
 def live(make_service) -> Iterator[Callable[..., tuple[str, object]]]:
     import uvicorn
 
-    from memory_service.http.app import create_app
+    from tunemem.memory_service.http.app import create_app
 
     servers = []
 
@@ -175,7 +175,7 @@ def test_bad_input_is_refused(kwargs, message) -> None:
 
 
 def test_cli_writes_the_file_from_a_replay(tmp_path: Path) -> None:
-    from memory_service.cli.app import app
+    from tunemem.memory_service.cli.app import app
 
     runner = CliRunner()
     args = [

@@ -6,12 +6,17 @@ import gc
 from pathlib import Path
 from typing import Any
 
-from agent_client.graph import proposal_request
-from agent_client.models import RetrievedLesson
-from agent_client.proposers import AttemptOutcome, ProposalRequest, TaskDescription, create_proposer
-from agent_client.proposers.base import Proposal, Proposer
-from agent_client.run import run_graph
-from kernels.runners.replay import RecordedMeasurement, Recording, ReplayRunner
+from tunemem.agent_client.graph import proposal_request
+from tunemem.agent_client.models import RetrievedLesson
+from tunemem.agent_client.proposers import (
+    AttemptOutcome,
+    ProposalRequest,
+    TaskDescription,
+    create_proposer,
+)
+from tunemem.agent_client.proposers.base import Proposal, Proposer
+from tunemem.agent_client.run import run_graph
+from tunemem.kernels.runners.replay import RecordedMeasurement, Recording, ReplayRunner
 
 SPACE = {"bx": (16, 32, 64, 128), "tx": (1, 2, 4)}
 TASK = TaskDescription(op="synthetic", chip="a100", backend="cuda")

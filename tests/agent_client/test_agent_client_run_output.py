@@ -3,7 +3,7 @@ scope it belongs to, whole lesson ids, cut text ending in an ellipsis; and a def
 
 from __future__ import annotations
 
-from agent_client.run import format_attempt
+from tunemem.agent_client.run import format_attempt
 
 LESSON_ID = "ad3335a5-7ff1-508a-8e9c-e8a7a3cdfc2e"
 
@@ -76,9 +76,9 @@ def test_infeasible_and_unreported() -> None:
 
 
 def test_run_agent_stops_at_a_plateau_by_default() -> None:
-    from agent_client.context import DEFAULT_PLATEAU
-    from agent_client.run import run_agent
-    from ingest.samples import TARGETS_DIR
+    from tunemem.agent_client.context import DEFAULT_PLATEAU
+    from tunemem.agent_client.run import run_agent
+    from tunemem.ingest.samples import TARGETS_DIR
 
     task = TARGETS_DIR / "convolution"  # the bundled W6600 recording, replayed; no memory
     result = run_agent(None, task, "w6600", 60, proposer="random", write_back=False)

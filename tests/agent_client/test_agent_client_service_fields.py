@@ -8,7 +8,7 @@ import warnings
 import httpx
 import pytest
 
-from agent_client import MemoryClient, Outcome, ServiceWarning
+from tunemem.agent_client import MemoryClient, Outcome, ServiceWarning
 
 LESSON = {
     "kind": "insight",

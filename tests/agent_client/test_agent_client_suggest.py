@@ -9,7 +9,7 @@ import json
 import httpx
 import pytest
 
-from agent_client import AsyncMemoryClient, MemoryAPIError, MemoryClient
+from tunemem.agent_client import AsyncMemoryClient, MemoryAPIError, MemoryClient
 
 ANSWER = {
     "retrieval_id": "r1",

@@ -6,8 +6,13 @@ from typing import Any
 
 import httpx
 
-from agent_client.models import RetrievedLesson
-from agent_client.proposers import AttemptOutcome, ProposalRequest, TaskDescription, create_proposer
+from tunemem.agent_client.models import RetrievedLesson
+from tunemem.agent_client.proposers import (
+    AttemptOutcome,
+    ProposalRequest,
+    TaskDescription,
+    create_proposer,
+)
 
 SPACE = {"bx": (16, 32, 64), "tx": (1, 2)}
 TASK = TaskDescription(op="synthetic", chip="a100", backend="cuda", signature={"n": 8})

@@ -20,14 +20,14 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from agent_client.tuners.triton_autotune import (  # noqa: E402
+from tunemem.agent_client.tuners.triton_autotune import (  # noqa: E402
     MemoryTuning,
     MemoryUnavailableWarning,
     autotune,
     hook,
     interpreter_bench,
 )
-from bench.common.memory_server import LiveService  # noqa: E402
+from tunemem.bench.common.memory_server import LiveService  # noqa: E402
 
 BLOCKS = (16, 32, 64)
 WARPS = (1, 2)
@@ -92,7 +92,7 @@ def synthetic_trajectory(n: int) -> dict:
 @pytest.fixture
 def memory():
     live = LiveService({"index": "memory", "embedder": "hashing", "dedup_threshold": 1.0})
-    from agent_client.client import MemoryClient
+    from tunemem.agent_client.client import MemoryClient
 
     with MemoryClient(live.url) as client:
         client.upload_trajectories([synthetic_trajectory(4096)])
@@ -101,7 +101,7 @@ def memory():
 
 
 def counts(live: LiveService) -> dict:
-    from agent_client.client import MemoryClient
+    from tunemem.agent_client.client import MemoryClient
 
     with MemoryClient(live.url) as client:
         return client.health()["counts"]

@@ -12,7 +12,7 @@ import pytest
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from bench.common.memory_server import LiveService  # noqa: E402
+from tunemem.bench.common.memory_server import LiveService  # noqa: E402
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "triton.md"
 pytestmark = pytest.mark.skipif(
@@ -43,7 +43,7 @@ def test_the_page_example_runs_against_a_live_memory(tmp_path, capsys):
         (report,) = tuning.reports
         assert report["sent"] and len(report["trajectory"]["attempts"]) == 12
         assert "'given': 12" in capsys.readouterr().out
-        from agent_client.client import MemoryClient
+        from tunemem.agent_client.client import MemoryClient
 
         with MemoryClient(live.url) as client:
             assert client.health()["counts"]["trajectories"] == 1

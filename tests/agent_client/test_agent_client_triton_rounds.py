@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from agent_client.tuners.triton_rounds import Pick, RoundPolicy, RoundSearch
+from tunemem.agent_client.tuners.triton_rounds import Pick, RoundPolicy, RoundSearch
 
 
 def landscape(best: int, n: int = 40) -> dict[int, float]:

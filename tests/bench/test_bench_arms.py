@@ -3,13 +3,13 @@ the same options under the same name, and each value arm names the estimate it r
 
 from __future__ import annotations
 
-from bench.common import arms
+from tunemem.bench.common import arms
 
 
 def test_learning_and_live_share_the_one_table() -> None:
-    from bench.learning import run as learning
-    from bench.live import memories
-    from bench.live import run as live
+    from tunemem.bench.learning import run as learning
+    from tunemem.bench.live import memories
+    from tunemem.bench.live import run as live
 
     assert learning.ARMS is arms.ARMS and memories.ARMS is arms.ARMS and live.ARMS is arms.ARMS
     assert set(arms.LIVE_ARMS) <= set(arms.ARMS)

@@ -14,8 +14,8 @@ import os
 
 import pytest
 
-from kernels.catalogue import get_task
-from kernels.sweep import candidate_configs
+from tunemem.kernels.catalogue import get_task
+from tunemem.kernels.sweep import candidate_configs
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("TRITON_INTERPRET") != "1", reason="runs Triton's interpreter on the CPU"
@@ -45,7 +45,7 @@ def synthetic_sweep(task, case) -> dict:
 
 
 def test_bench_autotune_protocol_on_the_interpreter(tmp_path, monkeypatch):
-    from bench.autotune.command import main
+    from tunemem.bench.autotune.command import main
 
     task = get_task("decode_attention")
     sweeps = tmp_path / "sweeps"
@@ -83,7 +83,7 @@ def test_bench_autotune_protocol_on_the_interpreter(tmp_path, monkeypatch):
 def test_bench_autotune_cold_protocol_on_the_interpreter(tmp_path):
     """--cold: an empty memory, the shapes in a seeded order, the first timed in full, the next
     within top_k with the first one's timings remembered; re-timed against the sweep's best."""
-    from bench.autotune.command import main
+    from tunemem.bench.autotune.command import main
 
     task = get_task("decode_attention")
     sweeps = tmp_path / "sweeps"
@@ -121,7 +121,7 @@ def get_dims(task, row):
 
 def test_cold_replay_scores_each_key_after_the_first_against_random_k(tmp_path):
     """The CPU replay of the cold protocol on SYNTHETIC sweeps of the two tiny shapes."""
-    from bench.autotune.replay import cold_summary, cold_task
+    from tunemem.bench.autotune.replay import cold_summary, cold_task
 
     task = get_task("decode_attention")
     sweeps = tmp_path / "sweeps"

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.ingest.run import run_ingest_bench
-from ingest.samples import sample_paths
+from tunemem.bench.ingest.run import run_ingest_bench
+from tunemem.ingest.samples import sample_paths
 
 
 def test_warm_run_reads_every_lesson_embedding_from_the_cold_runs_cache(tmp_path: Path) -> None:

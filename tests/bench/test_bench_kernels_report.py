@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bench.kernels.report import goal_checks, render_markdown
-from bench.kernels.run import merge_results
+from tunemem.bench.kernels.report import goal_checks, render_markdown
+from tunemem.bench.kernels.run import merge_results
 
 
 def _synthetic_result(run_id: str, copy_gbps: float) -> dict:

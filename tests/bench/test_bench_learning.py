@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from bench.learning.lifelong import stream_order
-from bench.learning.summary import fractions, summarise
-from bench.learning.tasks import TaskDataError, discover_tasks, naive_transfer
+from tunemem.bench.learning.lifelong import stream_order
+from tunemem.bench.learning.summary import fractions, summarise
+from tunemem.bench.learning.tasks import TaskDataError, discover_tasks, naive_transfer
 
-pytest.importorskip("memory_service.http.app")
+pytest.importorskip("tunemem.memory_service.http.app")
 
 
 def test_fractions_are_best_so_far_over_the_optimum() -> None:
@@ -64,7 +64,7 @@ def test_a_cache_that_yields_nothing_names_the_file(tmp_path: Path) -> None:
     bad.write_text(json.dumps({"tune_params_keys": ["bx"], "cache": {"1,2": {"time": 1.0}}}))
     with pytest.raises(TaskDataError, match="empty.json"):
         discover_tasks([tmp_path])
-    from memory_service.cli.app import app
+    from tunemem.memory_service.cli.app import app
 
     result = CliRunner().invoke(app, ["bench", "learning", "--caches", str(tmp_path)])
     assert result.exit_code == 2
@@ -80,7 +80,7 @@ def test_stream_order_is_seeded(synthetic_caches: Path) -> None:
 
 @pytest.mark.slow
 def test_lifelong_protocol_on_a_synthetic_stream(synthetic_caches: Path, tmp_path: Path) -> None:
-    from bench.learning.run import run_learning_bench
+    from tunemem.bench.learning.run import run_learning_bench
 
     warm = synthetic_caches / "beta_kernel"
     out = tmp_path / "results" / "lifelong.json"
@@ -116,7 +116,7 @@ def test_lifelong_tunes_a_task_before_its_cache_is_in_memory(
     synthetic_caches: Path, tmp_path: Path
 ) -> None:
     """Without warm-up the first task of a stream meets an empty memory: nothing to rank."""
-    from bench.learning.run import run_learning_bench
+    from tunemem.bench.learning.run import run_learning_bench
 
     report = run_learning_bench(
         [synthetic_caches / "alpha_kernel"],
@@ -136,7 +136,7 @@ def test_lifelong_tunes_a_task_before_its_cache_is_in_memory(
 
 @pytest.mark.slow
 def test_loo_protocol_quick_run(synthetic_caches: Path, tmp_path: Path) -> None:
-    from bench.learning.run import run_learning_bench
+    from tunemem.bench.learning.run import run_learning_bench
 
     out = tmp_path / "loo.json"
     report = run_learning_bench(
@@ -159,7 +159,7 @@ def test_lifelong_stream_holding_one_family_and_chip_twice(
 ) -> None:
     """A GPU re-tuned: a warm-up cache and a scored cache of the same (family, chip) from two
     sources. Each run has its own id, so the report step's idempotency keys never collide."""
-    from bench.learning.run import run_learning_bench
+    from tunemem.bench.learning.run import run_learning_bench
 
     warm = tmp_path / "retuned"
     warm.mkdir()

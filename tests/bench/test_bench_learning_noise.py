@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from bench.learning.noise import MemoryNoise
-from bench.learning.tasks import Task, discover_tasks
+from tunemem.bench.learning.noise import MemoryNoise
+from tunemem.bench.learning.tasks import Task, discover_tasks
 
-pytest.importorskip("memory_service.http.app")
+pytest.importorskip("tunemem.memory_service.http.app")
 
 
 @pytest.fixture
@@ -103,7 +103,7 @@ def test_bad_noise_is_refused() -> None:
         MemoryNoise(sigma=-0.1)
     with pytest.raises(ValueError, match="mislabel"):
         MemoryNoise(mislabel=1.5)
-    from memory_service.cli.app import app
+    from tunemem.memory_service.cli.app import app
 
     result = CliRunner().invoke(app, ["bench", "learning", "--mislabel", "2"])
     assert result.exit_code == 2 and "mislabel" in result.output
@@ -113,7 +113,7 @@ def test_bad_noise_is_refused() -> None:
 def test_lifelong_on_a_noisy_mislabelled_memory_scores_true_times(
     synthetic_caches: Path, tmp_path: Path
 ) -> None:
-    from bench.learning.run import run_learning_bench
+    from tunemem.bench.learning.run import run_learning_bench
 
     def run(name: str) -> dict[str, Any]:
         return run_learning_bench(
@@ -145,7 +145,7 @@ def test_lifelong_on_a_noisy_mislabelled_memory_scores_true_times(
 
 @pytest.mark.slow
 def test_loo_on_a_mislabelled_memory(synthetic_caches: Path, tmp_path: Path) -> None:
-    from bench.learning.run import run_learning_bench
+    from tunemem.bench.learning.run import run_learning_bench
 
     report = run_learning_bench(
         [synthetic_caches / "alpha_kernel"],
@@ -163,7 +163,7 @@ def test_loo_on_a_mislabelled_memory(synthetic_caches: Path, tmp_path: Path) -> 
 
 
 def test_the_sweep_table_compares_arms_and_cells(tmp_path: Path) -> None:
-    from bench.learning.sweep import main
+    from tunemem.bench.learning.sweep import main
 
     def cell(sigma: float, mislabel: float, default: float) -> None:
         row = {"1": 0.5, "5": 0.8, "10": 0.9, "top_3": 0.7}

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-import bench.live.run as live
-from bench.live.memories import load_sweeps
-from ingest.readers import native
-from kernels.runners.base import EvalResult
-from kernels.runners.replay import Recording, ReplayRunner
+import tunemem.bench.live.run as live
+from tunemem.bench.live.memories import load_sweeps
+from tunemem.ingest.readers import native
+from tunemem.kernels.runners.base import EvalResult
+from tunemem.kernels.runners.replay import Recording, ReplayRunner
 
 SWEEPS = Path(__file__).resolve().parents[2] / "bench" / "results" / "h200"
 

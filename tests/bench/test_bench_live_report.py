@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.live.markdown import render_markdown
-from bench.live.report import (
+from tunemem.bench.live.markdown import render_markdown
+from tunemem.bench.live.report import (
     SWEEP,
     charged_cost,
     compile_charges,

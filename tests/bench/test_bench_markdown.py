@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.common.markdown import cell, table
+from tunemem.bench.common.markdown import cell, table
 
 
 def test_a_table_is_its_header_rule_and_rows_in_either_rule_style() -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.moe.landscape import default_arm, load_case, nearest_file, sample_arm
-from bench.moe.report import markdown, summarise
-from kernels.moe_plan import CASES, HELD_OUT
+from tunemem.bench.moe.landscape import default_arm, load_case, nearest_file, sample_arm
+from tunemem.bench.moe.report import markdown, summarise
+from tunemem.kernels.moe_plan import CASES, HELD_OUT
 
 REPO = Path(__file__).resolve().parents[2]
 LANDSCAPE = REPO / "bench" / "results" / "moe" / "h200-landscape"

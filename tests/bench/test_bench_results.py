@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bench.common.results import MEMORY_HELD, memory_held, with_memory_held, write_result
+from tunemem.bench.common.results import MEMORY_HELD, memory_held, with_memory_held, write_result
 
 
 def test_memory_held_names_its_kind_and_refuses_an_unknown_one() -> None:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from bench.service.driver import fresh_query, percentiles
-from bench.service.profile import attribute
-from bench.service.report import markdown
-from bench.service.run import run_service_bench
-from bench.service.synthetic_store import synthetic_lessons, synthetic_values
+from tunemem.bench.service.driver import fresh_query, percentiles
+from tunemem.bench.service.profile import attribute
+from tunemem.bench.service.report import markdown
+from tunemem.bench.service.run import run_service_bench
+from tunemem.bench.service.synthetic_store import synthetic_lessons, synthetic_values
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +94,7 @@ def test_synthetic_lessons_are_unique_and_deterministic() -> None:
 
 
 def test_driver_queries_are_fresh_and_valid_requests() -> None:
-    from memory_service.core.schemas.learning import RetrieveRequest
+    from tunemem.memory_service.core.schemas.learning import RetrieveRequest
 
     rng = random.Random(3)
     bodies = [fresh_query(rng, i, "t") for i in range(300)]
@@ -113,7 +113,7 @@ def test_profile_attribution_by_area_and_operation() -> None:
     raw = "\n".join(
         [
             "run (t.py:1);LearningLoop.retrieve (core/learning.py:9);"
-            "CachedEmbedder._encode (memory_service/core/embedding/factory.py:5);"
+            "CachedEmbedder._encode (tunemem/memory_service/core/embedding/factory.py:5);"
             "linear (torch/nn.py:1) 6",
             "run (t.py:1);LearningLoop.retrieve (core/learning.py:9);"
             "Collection.query (Collection.py:2) 3",
@@ -141,7 +141,7 @@ def test_driver_connection_resends_once_when_the_server_closed_it_while_idle() -
     """A keep-alive connection the server closed (idle timeout) is reopened, not an error."""
     import asyncio
 
-    from bench.service.driver import Connection
+    from tunemem.bench.service.driver import Connection
 
     async def scenario() -> list[int]:
         served = []

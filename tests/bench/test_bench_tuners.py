@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bench.tuners.simulation import (
+from tunemem.bench.tuners.simulation import (
     best_so_far,
     evals_to,
     fraction_at,
@@ -19,7 +19,7 @@ from bench.tuners.simulation import (
     run_strategy,
     simulation_cache,
 )
-from kernels.runners.replay import Recording
+from tunemem.kernels.runners.replay import Recording
 
 pytest.importorskip("kernel_tuner", reason="needs kernel_tuner (make install)")
 
@@ -76,7 +76,7 @@ def test_an_old_layout_cache_replays_in_simulation_mode(tmp_path: Path):
 
 
 def test_bench_tuners_command_writes_json_markdown_and_plot(synthetic_caches: Path, tmp_path):
-    from memory_service.cli.app import app
+    from tunemem.memory_service.cli.app import app
 
     out = tmp_path / "tuners.json"
     args = [
@@ -122,7 +122,7 @@ def test_bench_tuners_command_writes_json_markdown_and_plot(synthetic_caches: Pa
 
 
 def test_merge_joins_task_sets_and_refuses_other_settings(tmp_path: Path):
-    from bench.tuners.run import merge_results
+    from tunemem.bench.tuners.run import merge_results
 
     def part(name: str, seeds: int, fraction: float) -> Path:
         arm = {
@@ -170,7 +170,7 @@ def test_merge_joins_task_sets_and_refuses_other_settings(tmp_path: Path):
 def test_a_memory_filled_only_by_tuning_runs_holds_only_what_they_evaluated(
     synthetic_caches: Path, tmp_path: Path, mode: str
 ):
-    from memory_service.cli.app import app
+    from tunemem.memory_service.cli.app import app
 
     out = tmp_path / f"{mode}.json"
     args = [

@@ -11,11 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from ingest.distill import distill
-from ingest.error_categories import failure_category
-from ingest.readers import read_any
-from ingest.readers.native import write_native
-from ingest.records import AttemptRecord, ContextSpec, RejectedRecord, TaskSpec, TrajectoryRecord
+from tunemem.ingest.distill import distill
+from tunemem.ingest.error_categories import failure_category
+from tunemem.ingest.readers import read_any
+from tunemem.ingest.readers.native import write_native
+from tunemem.ingest.records import (
+    AttemptRecord,
+    ContextSpec,
+    RejectedRecord,
+    TaskSpec,
+    TrajectoryRecord,
+)
 
 
 def _cache(tmp_path: Path, device: str, entries: dict) -> Path:
@@ -242,9 +248,9 @@ def test_llm_distiller_is_opt_in() -> None:
 def test_lessons_carry_the_toolchain_they_were_measured_under() -> None:
     from pathlib import Path
 
-    from ingest.distill import distill
-    from ingest.readers import read_any
-    from ingest.records import TrajectoryRecord
+    from tunemem.ingest.distill import distill
+    from tunemem.ingest.readers import read_any
+    from tunemem.ingest.records import TrajectoryRecord
 
     h200 = Path(__file__).resolve().parents[2] / "bench" / "results" / "h200" / "softmax.jsonl"
     record = next(r for r in read_any([h200]) if isinstance(r, TrajectoryRecord))

@@ -7,8 +7,8 @@ import itertools
 
 import pytest
 
-from ingest.records import AttemptRecord, is_feasible
-from kernels.runners.base import EvalResult
+from tunemem.ingest.records import AttemptRecord, is_feasible
+from tunemem.kernels.runners.base import EvalResult
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ingest.errors import FileUnreadableError, FormatMismatchError
-from ingest.readers import kerneltuner
-from ingest.records import TrajectoryRecord
+from tunemem.ingest.errors import FileUnreadableError, FormatMismatchError
+from tunemem.ingest.readers import kerneltuner
+from tunemem.ingest.records import TrajectoryRecord
 
 
 def write_caches(tmp_path: Path) -> tuple[Path, Path]:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ingest.readers import read_any
-from ingest.records import RejectedRecord, TrajectoryRecord
+from tunemem.ingest.readers import read_any
+from tunemem.ingest.records import RejectedRecord, TrajectoryRecord
 
 
 def read(tmp_path: Path, value: object) -> tuple[list[TrajectoryRecord], list[RejectedRecord]]:

@@ -28,11 +28,17 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.distill import distill
-from ingest.errors import DistillError, ReaderError
-from ingest.readers import get_reader, read_any
-from ingest.records import AttemptRecord, ContextSpec, RejectedRecord, TaskSpec, TrajectoryRecord
-from ingest.validate import record_problem
+from tunemem.ingest.distill import distill
+from tunemem.ingest.errors import DistillError, ReaderError
+from tunemem.ingest.readers import get_reader, read_any
+from tunemem.ingest.records import (
+    AttemptRecord,
+    ContextSpec,
+    RejectedRecord,
+    TaskSpec,
+    TrajectoryRecord,
+)
+from tunemem.ingest.validate import record_problem
 
 BOUNDED = settings(
     max_examples=40,

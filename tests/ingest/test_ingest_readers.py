@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ingest.readers import READERS, detect_format, get_reader, iter_paths, read_any
-from ingest.records import ERROR_CATEGORIES, AttemptRecord, RejectedRecord, TrajectoryRecord
-from ingest.samples import sample_paths
+from tunemem.ingest.readers import READERS, detect_format, get_reader, iter_paths, read_any
+from tunemem.ingest.records import ERROR_CATEGORIES, AttemptRecord, RejectedRecord, TrajectoryRecord
+from tunemem.ingest.samples import sample_paths
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -38,7 +38,7 @@ EXAMPLES = {
 
 def example(fmt: str, tmp_path: Path) -> Path:
     if fmt == "native":
-        from ingest.readers.native import write_native
+        from tunemem.ingest.readers.native import write_native
 
         source = FIXTURES / EXAMPLES["openevolve"][1]
         out = tmp_path / "run.jsonl"

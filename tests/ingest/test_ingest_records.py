@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ingest.readers import read_any
-from ingest.records import RecordShapeError, RejectedRecord, TrajectoryRecord
+from tunemem.ingest.readers import read_any
+from tunemem.ingest.records import RecordShapeError, RejectedRecord, TrajectoryRecord
 
 GOOD = {
     "version": 1,

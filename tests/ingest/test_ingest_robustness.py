@@ -15,11 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from ingest.distill import distill
-from ingest.errors import DistillError
-from ingest.readers import iter_paths, read_any
-from ingest.records import AttemptRecord, ContextSpec, RejectedRecord, TaskSpec, TrajectoryRecord
-from ingest.sources import DEFAULT_MAX_FILE_BYTES
+from tunemem.ingest.distill import distill
+from tunemem.ingest.errors import DistillError
+from tunemem.ingest.readers import iter_paths, read_any
+from tunemem.ingest.records import (
+    AttemptRecord,
+    ContextSpec,
+    RejectedRecord,
+    TaskSpec,
+    TrajectoryRecord,
+)
+from tunemem.ingest.sources import DEFAULT_MAX_FILE_BYTES
 
 
 def _cache_doc(device: object, entries: dict) -> dict:

@@ -3,8 +3,8 @@ an op with the seed; every bundled file has its origin and licence in LICENSES.m
 
 from __future__ import annotations
 
-from ingest.readers import read_any
-from ingest.samples import SAMPLES_DIR, sample_paths, target_paths
+from tunemem.ingest.readers import read_any
+from tunemem.ingest.samples import SAMPLES_DIR, sample_paths, target_paths
 
 
 def test_target_chip_is_bundled_but_not_seeded() -> None:

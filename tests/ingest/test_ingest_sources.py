@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from ingest.sources import parse_json
+from tunemem.ingest.sources import parse_json
 
 
 @pytest.mark.parametrize(

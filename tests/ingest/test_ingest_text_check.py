@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingest.validate import _all_text, _walk_problem, strings_problem
+from tunemem.ingest.validate import _all_text, _walk_problem, strings_problem
 
 # Text with the characters that matter: NUL, a lone surrogate, a backslash, non-ASCII.
 TEXT = st.text(alphabet=st.sampled_from(["a", "é", "\x00", "\ud800", "\\", "u", "0", " "]))

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 import torch
 
-import kernels.runners.cpu  # noqa: F401  (switches Triton to the interpreter first)
-from kernels import moe_space
-from kernels.harness import evaluate, prepare_problem
-from kernels.moe_recorded import NotRecordedError, recorded_benchmark
-from kernels.tasks.fused_moe import TASK, check
-from kernels.tasks.fused_moe_kernels import align_block_size
+import tunemem.kernels.runners.cpu  # noqa: F401  (switches Triton to the interpreter first)
+from tunemem.kernels import moe_space
+from tunemem.kernels.harness import evaluate, prepare_problem
+from tunemem.kernels.moe_recorded import NotRecordedError, recorded_benchmark
+from tunemem.kernels.tasks.fused_moe import TASK, check
+from tunemem.kernels.tasks.fused_moe_kernels import align_block_size
 
 REPO = Path(__file__).resolve().parents[2]
 LANDSCAPE = REPO / "bench" / "results" / "moe" / "h200-landscape"
@@ -138,7 +138,7 @@ def test_recorded_benchmark_answers_from_the_file(tmp_path: Path) -> None:
 
 
 def test_the_committed_h200_landscape_covers_every_case() -> None:
-    from kernels.moe_plan import BATCH_SIZES, CASES
+    from tunemem.kernels.moe_plan import BATCH_SIZES, CASES
 
     for name, *_ in CASES:
         _, configs, sizes = recorded_benchmark(LANDSCAPE / f"{name}.jsonl.gz")
@@ -148,7 +148,7 @@ def test_the_committed_h200_landscape_covers_every_case() -> None:
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="fp8 needs a GPU with fp8 matrix units")
 def test_fp8_task_matches_its_reference_on_the_gpu() -> None:
-    from kernels.tasks.fused_moe_fp8 import TASK as FP8
+    from tunemem.kernels.tasks.fused_moe_fp8 import TASK as FP8
 
     dims = {"M": 33, "E": 8, "N": 256, "K": 512, "topk": 2}
     problem = prepare_problem(FP8, dims, "bfloat16", "cuda", seed=2)

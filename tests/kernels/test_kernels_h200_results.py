@@ -7,9 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from ingest.readers import native
-from ingest.records import AttemptRecord, ContextSpec, RejectedRecord, TaskSpec, TrajectoryRecord
-from kernels.sweep import write_trajectories
+from tunemem.ingest.readers import native
+from tunemem.ingest.records import (
+    AttemptRecord,
+    ContextSpec,
+    RejectedRecord,
+    TaskSpec,
+    TrajectoryRecord,
+)
+from tunemem.kernels.sweep import write_trajectories
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
 # Files of other benchmarks beside the harness's own sweeps (tested below, each its own way).
@@ -66,8 +72,8 @@ LIVE = sorted((RESULTS / "h200").glob("live-*.jsonl")) if (RESULTS / "h200").is_
 
 @pytest.mark.skipif(not LIVE, reason="no committed live benchmark trajectories")
 def test_live_benchmark_trajectories_ingest_cleanly(tmp_path):
-    from memory_service.core.settings import Settings
-    from memory_service.service import MemoryService
+    from tunemem.memory_service.core.settings import Settings
+    from tunemem.memory_service.service import MemoryService
 
     assert {p.stem for p in LIVE} == {
         "live-softmax",
@@ -112,8 +118,8 @@ AUTOTUNE = (
 
 @pytest.mark.skipif(not AUTOTUNE, reason="no committed autotune benchmark trajectories")
 def test_autotune_benchmark_trajectories_ingest_cleanly(tmp_path):
-    from memory_service.core.settings import Settings
-    from memory_service.service import MemoryService
+    from tunemem.memory_service.core.settings import Settings
+    from tunemem.memory_service.service import MemoryService
 
     records = []
     for path in AUTOTUNE:
@@ -148,8 +154,8 @@ def test_live_default_arm_trajectories_come_from_the_services_search(tmp_path, p
     """The live decode-attention run of the `default` arm (the agent on POST /v1/suggest): its
     runs ingest cleanly, each held-out shape was re-swept and tuned by every arm, and the
     default arm's attempts after its first outcomes come from the performance model."""
-    from memory_service.core.settings import Settings
-    from memory_service.service import MemoryService
+    from tunemem.memory_service.core.settings import Settings
+    from tunemem.memory_service.service import MemoryService
 
     records = list(native.read(path))
     assert records and not any(isinstance(r, RejectedRecord) for r in records)

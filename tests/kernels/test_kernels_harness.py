@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-import kernels.runners.cpu  # noqa: F401  (switches Triton to the interpreter first)
-from kernels import harness
-from kernels.catalogue import get_task
+import tunemem.kernels.runners.cpu  # noqa: F401  (switches Triton to the interpreter first)
+from tunemem.kernels import harness
+from tunemem.kernels.catalogue import get_task
 
 SOFTMAX_CONFIG = {"BLOCK_N": 256, "num_warps": 2, "ROWS_PER_PROGRAM": 1, "NUM_STAGES": 1}
 GEMM_CONFIG = {
@@ -43,7 +43,7 @@ def test_kernel_calling_torch_ops_is_rejected():
 
 
 def test_kernel_calling_captured_reference_function_is_rejected():
-    from kernels.tasks import rmsnorm
+    from tunemem.kernels.tasks import rmsnorm
 
     task, problem = _problem("rmsnorm")
     captured = rmsnorm.reference  # a direct reference, not through the task object

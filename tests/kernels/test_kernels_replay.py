@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernels.runners.replay import Recording, ReplayRunner
+from tunemem.kernels.runners.replay import Recording, ReplayRunner
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "kerneltuner"
 

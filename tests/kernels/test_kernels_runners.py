@@ -7,12 +7,12 @@ import json
 import pytest
 import torch
 
-import kernels.runners.cpu  # noqa: F401  (switches Triton to the interpreter first)
-from ingest.records import TrajectoryRecord
-from kernels.catalogue import get_task
-from kernels.runners import create_runner, runner_kinds
-from kernels.runners.base import Runner
-from kernels.sweep import (
+import tunemem.kernels.runners.cpu  # noqa: F401  (switches Triton to the interpreter first)
+from tunemem.ingest.records import TrajectoryRecord
+from tunemem.kernels.catalogue import get_task
+from tunemem.kernels.runners import create_runner, runner_kinds
+from tunemem.kernels.runners.base import Runner
+from tunemem.kernels.sweep import (
     best_attempt,
     candidate_configs,
     chip_identity,
@@ -134,7 +134,7 @@ def test_cuda_runner_times_a_feasible_config():  # pragma: no cover - runs on GP
 def test_replay_kind_resolves_to_the_replay_runner_class():
     import importlib
 
-    from kernels.runners import RUNNER_CLASSES
+    from tunemem.kernels.runners import RUNNER_CLASSES
 
     module_name, class_name = RUNNER_CLASSES["replay"]
     runner_class = getattr(importlib.import_module(module_name), class_name)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-import kernels.runners.cpu  # noqa: F401  (switches Triton to the interpreter first)
-from kernels.catalogue import get_task, task_names
-from kernels.runners import create_runner
+import tunemem.kernels.runners.cpu  # noqa: F401  (switches Triton to the interpreter first)
+from tunemem.kernels.catalogue import get_task, task_names
+from tunemem.kernels.runners import create_runner
 
 # Two configurations per task that fit its small shapes; softmax/rmsnorm cover the single-pass
 # path (BLOCK_N >= row) and the two-pass path (BLOCK_N < row) on the 300-wide shape.

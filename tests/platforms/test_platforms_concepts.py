@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from platforms import BACKENDS, translate_params
-from platforms.concepts import CONCEPTS, concept_table, get_concept
+from tunemem.platforms import BACKENDS, translate_params
+from tunemem.platforms.concepts import CONCEPTS, concept_table, get_concept
 
 
 def test_concept_map_covers_every_backend() -> None:

@@ -9,9 +9,9 @@ from importlib import resources
 
 import pytest
 
-from platforms import all_chips, get_chip, resolve
-from platforms.chips import registry
-from platforms.gpu_database import architectures, gpu_records
+from tunemem.platforms import all_chips, get_chip, resolve
+from tunemem.platforms.chips import registry
+from tunemem.platforms.gpu_database import architectures, gpu_records
 
 # Ids that existing stores already hold in scopes ("chip:a100"): they must never change.
 STORED_IDS = {
@@ -39,7 +39,7 @@ STORED_IDS = {
 
 
 def _curated_rows() -> list[dict]:
-    text = resources.files("platforms").joinpath("chips.json").read_text(encoding="utf-8")
+    text = resources.files("tunemem.platforms").joinpath("chips.json").read_text(encoding="utf-8")
     return json.loads(text)["chips"]
 
 

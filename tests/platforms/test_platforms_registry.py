@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from platforms import BACKENDS, Backend, Chip, all_chips, chips_in_family, get_chip
-from platforms.backends import get_backend
-from platforms.chips import VENDORS, all_families
+from tunemem.platforms import BACKENDS, Backend, Chip, all_chips, chips_in_family, get_chip
+from tunemem.platforms.backends import get_backend
+from tunemem.platforms.chips import VENDORS, all_families
 
 REQUIRED_CHIPS = (
     "a100",
@@ -115,6 +115,6 @@ def test_matrix_unit_by_architecture() -> None:
     # RDNA2 has no matrix unit; a generic CPU's depends on the part.
     assert get_chip("w6600").matrix_unit is None
     assert get_chip("x86-cpu").matrix_unit is None
-    from platforms.chips import MATRIX_UNITS
+    from tunemem.platforms.chips import MATRIX_UNITS
 
     assert {chip.family for chip in all_chips()} <= set(MATRIX_UNITS), "a family lacks an entry"

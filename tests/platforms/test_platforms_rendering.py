@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from platforms import BACKENDS, all_chips, get_chip, render
-from platforms.concepts import CONCEPTS
+from tunemem.platforms import BACKENDS, all_chips, get_chip, render
+from tunemem.platforms.concepts import CONCEPTS
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "data"
@@ -65,9 +65,9 @@ API = re.compile(r"(?<![\w])(?:" + "|".join(re.escape(a) for a in API_NAMES) + r
 
 def _distilled(paths: list[Path]) -> list[tuple[str, str | None, str]]:
     """(backend, source chip, text) of every lesson distilled from these sources."""
-    from ingest.distill import distill
-    from ingest.readers import read_any
-    from ingest.records import TrajectoryRecord
+    from tunemem.ingest.distill import distill
+    from tunemem.ingest.readers import read_any
+    from tunemem.ingest.records import TrajectoryRecord
 
     seen, texts = set(), []
     for record in read_any(paths):
@@ -85,7 +85,7 @@ def _distilled(paths: list[Path]) -> list[tuple[str, str | None, str]]:
 @cache
 def corpus(name: str) -> tuple[tuple[str, str | None, str], ...]:
     if name == "samples":
-        from ingest.samples import sample_paths
+        from tunemem.ingest.samples import sample_paths
 
         return tuple(_distilled(sample_paths()))
     if name == "h200":

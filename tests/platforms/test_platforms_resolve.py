@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from platforms import UnknownChipError, resolve
-from platforms.resolve import backend_of, family_of
+from tunemem.platforms import UnknownChipError, resolve
+from tunemem.platforms.resolve import backend_of, family_of
 
 SPELLINGS = {
     "NVIDIA A100-PCIE-40GB": "a100",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from platforms import SCOPE_LEVELS, parse_scope, resolve, scope_chain
-from platforms.scopes import format_scope
+from tunemem.platforms import SCOPE_LEVELS, parse_scope, resolve, scope_chain
+from tunemem.platforms.scopes import format_scope
 
 
 def test_known_chip_chain() -> None:

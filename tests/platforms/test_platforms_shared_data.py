@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from platforms import resolve
+from tunemem.platforms import resolve
 
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from platforms import get_chip
-from platforms.chips import Chip
-from platforms.similarity import WEIGHTS, chip_similarity, similarity_terms
+from tunemem.platforms import get_chip
+from tunemem.platforms.chips import Chip
+from tunemem.platforms.similarity import WEIGHTS, chip_similarity, similarity_terms
 
 
 def _chip(chip_id: str, **fields: object) -> Chip:

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.generalised import affinities, chip_affinity, generalised_estimate, source_prior
-from retrieval.generalised_settings import GeneralisedSettings
-from retrieval.recorded import (
+from tunemem.retrieval.generalised import (
+    affinities,
+    chip_affinity,
+    generalised_estimate,
+    source_prior,
+)
+from tunemem.retrieval.generalised_settings import GeneralisedSettings
+from tunemem.retrieval.recorded import (
     ConfigLesson,
     RecordedSpace,
     SourceReach,
@@ -15,8 +20,8 @@ from retrieval.recorded import (
     reach_reward,
     source_reaches,
 )
-from retrieval.transfer import SearchSpace, config_key
-from retrieval.values import ScopeStats
+from tunemem.retrieval.transfer import SearchSpace, config_key
+from tunemem.retrieval.values import ScopeStats
 
 SETTINGS = GeneralisedSettings()  # q0 0, kappa 2, weights 1, source 2, affinity kappa 5
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.values import ScopeStats, value_estimate
+from tunemem.retrieval.values import ScopeStats, value_estimate
 
-pytest.importorskip("memory_service.core.settings")
-from memory_service.core.schemas.learning import RetrieveOptions
-from memory_service.core.settings import Settings  # noqa: E402
+pytest.importorskip("tunemem.memory_service.core.settings")
+from tunemem.memory_service.core.schemas.learning import RetrieveOptions
+from tunemem.memory_service.core.settings import Settings  # noqa: E402
 
 
 def test_kappa_option_overrides_the_service_default() -> None:

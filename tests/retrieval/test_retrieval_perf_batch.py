@@ -11,10 +11,10 @@ import itertools
 
 import pytest
 
-from retrieval import perf_search
-from retrieval.perf_batch import STALL_FULL, STALL_START, batch_counts, stall_level
-from retrieval.perf_model import ChipSpace, build_family_model
-from retrieval.perf_search import fit_posterior, stall_of
+from tunemem.retrieval import perf_search
+from tunemem.retrieval.perf_batch import STALL_FULL, STALL_START, batch_counts, stall_level
+from tunemem.retrieval.perf_model import ChipSpace, build_family_model
+from tunemem.retrieval.perf_search import fit_posterior, stall_of
 
 PARAMS = ("a", "b", "c")
 VALUES = {"a": list(range(10)), "b": list(range(10)), "c": list(range(5))}

@@ -11,8 +11,8 @@ import math
 
 import pytest
 
-from retrieval.perf_model import ChipSpace, ParamEncoding, build_family_model
-from retrieval.perf_search import fit_posterior
+from tunemem.retrieval.perf_model import ChipSpace, ParamEncoding, build_family_model
+from tunemem.retrieval.perf_search import fit_posterior
 
 PARAMS = ("block", "tile", "unroll", "vector")
 VALUES = {
@@ -182,7 +182,7 @@ def test_a_long_run_is_fitted_on_a_bounded_subsample(model) -> None:  # type: ig
     import random
     import tracemalloc
 
-    from retrieval.perf_search import FIT_OBSERVATIONS
+    from tunemem.retrieval.perf_search import FIT_OBSERVATIONS
 
     rng = random.Random(0)
     wide = {"block": [2**i for i in range(7)], "tile": list(range(1, 129)), "unroll": [0, 1]}

@@ -14,9 +14,9 @@ import random
 
 import pytest
 
-from retrieval.perf_model import ChipSpace, build_family_model
-from retrieval.perf_pooled import KeyContext, derived, tiling
-from retrieval.perf_search import fit_posterior
+from tunemem.retrieval.perf_model import ChipSpace, build_family_model
+from tunemem.retrieval.perf_pooled import KeyContext, derived, tiling
+from tunemem.retrieval.perf_search import fit_posterior
 
 PARAMS = ("BLOCK_M", "BLOCK_N", "num_warps")
 VALUES = {

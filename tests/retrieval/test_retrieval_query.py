@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from retrieval.query import is_transferred, query_text, source_scope
+from tunemem.retrieval.query import is_transferred, query_text, source_scope
 
 
 def test_query_text_orders_fields_and_ends_with_the_stage():

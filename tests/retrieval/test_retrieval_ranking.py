@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from retrieval.gating import Query, exclusion_reason, gate
-from retrieval.ranking import (
+from tunemem.retrieval.gating import Query, exclusion_reason, gate
+from tunemem.retrieval.ranking import (
     Candidate,
     RankingSettings,
     exploration_bonus,
@@ -13,7 +13,7 @@ from retrieval.ranking import (
     recall_size,
     zscores,
 )
-from retrieval.values import ValueEstimate
+from tunemem.retrieval.values import ValueEstimate
 
 
 def est(value: float, n: int = 0) -> ValueEstimate:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.generalised import generalised_estimate
-from retrieval.generalised_settings import GeneralisedSettings
-from retrieval.recorded import ConfigLesson, RecordedSpace, lesson_space_reaches, per_chip
-from retrieval.reproduction import (
+from tunemem.retrieval.generalised import generalised_estimate
+from tunemem.retrieval.generalised_settings import GeneralisedSettings
+from tunemem.retrieval.recorded import ConfigLesson, RecordedSpace, lesson_space_reaches, per_chip
+from tunemem.retrieval.reproduction import (
     ClaimCheck,
     Remeasurement,
     chip_trust,
@@ -16,7 +16,7 @@ from retrieval.reproduction import (
     reproduction_ratio,
     space_trust,
 )
-from retrieval.transfer import SearchSpace, config_key
+from tunemem.retrieval.transfer import SearchSpace, config_key
 
 
 def _space(tid: str, chip: str, times: dict[int, float | None], problem: str | None = None):

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from retrieval.rewards import (
+from tunemem.retrieval.rewards import (
     RewardStats,
     draft_reward,
     raw_refine_reward,

@@ -7,10 +7,10 @@ import math
 
 import pytest
 
-from retrieval.generalised import generalised_estimate
-from retrieval.generalised_settings import GeneralisedSettings
-from retrieval.recorded import RecordedSpace, SettingLesson, setting_effect, setting_effects
-from retrieval.transfer import SearchSpace, config_key
+from tunemem.retrieval.generalised import generalised_estimate
+from tunemem.retrieval.generalised_settings import GeneralisedSettings
+from tunemem.retrieval.recorded import RecordedSpace, SettingLesson, setting_effect, setting_effects
+from tunemem.retrieval.transfer import SearchSpace, config_key
 
 
 def _space(latencies: dict[tuple[int, int], float | None]) -> SearchSpace:

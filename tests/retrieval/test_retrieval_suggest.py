@@ -8,7 +8,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retrieval.suggest import (
+from tunemem.retrieval.suggest import (
     HintedLesson,
     Observation,
     Suggestion,
@@ -160,7 +160,7 @@ def test_suggestions_are_fresh_distinct_and_in_the_space(sizes, n_observed, k, s
 def test_the_services_search_moves_two_parameters_within_a_valid_list():
     # Only "diagonal" configurations are valid (bx and ty grow together): no single-parameter
     # move from the best is valid, a two-parameter one is.
-    from retrieval.suggest_search import wide_search_step
+    from tunemem.retrieval.suggest_search import wide_search_step
 
     valid = [(16, 1, 0), (32, 2, 0), (64, 4, 0), (16, 1, 1), (32, 2, 1), (64, 4, 1)]
     best = Observation({"bx": 32, "ty": 2, "shmem": 0}, True, 1.0)
@@ -171,7 +171,7 @@ def test_the_services_search_moves_two_parameters_within_a_valid_list():
 
 
 def test_the_services_search_explores_once_the_best_has_stalled():
-    from retrieval.suggest_search import STALL, wide_search_step
+    from tunemem.retrieval.suggest_search import STALL, wide_search_step
 
     valid = list(itertools.product(*SPACE.values()))
     best = Observation({"bx": 16, "ty": 1, "shmem": 0}, True, 1.0)

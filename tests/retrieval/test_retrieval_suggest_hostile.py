@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from retrieval.suggest import (
+from tunemem.retrieval.suggest import (
     HintedLesson,
     Hints,
     Observation,
@@ -23,7 +23,7 @@ from retrieval.suggest import (
     snap,
     suggest,
 )
-from retrieval.suggest_search import wide_search_step
+from tunemem.retrieval.suggest_search import wide_search_step
 
 
 def _answer(state: SuggestState, k: int, deadline_s: float | None = None, wait_s: float = 10.0):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.toolchain import (
+from tunemem.retrieval.toolchain import (
     ToolchainEvidence,
     ToolchainPolicy,
     compare,
@@ -22,7 +22,7 @@ from retrieval.toolchain import (
     staleness,
     version_parts,
 )
-from retrieval.values import ScopeStats, value_estimate
+from tunemem.retrieval.values import ScopeStats, value_estimate
 
 H200 = Path(__file__).resolve().parents[2] / "bench" / "results" / "h200" / "gemm.jsonl"
 CHAIN = ["chip:h200", "family:nvidia-hopper", "backend:cuda", "global"]

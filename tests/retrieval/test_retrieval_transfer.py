@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from retrieval.transfer import (
+from tunemem.retrieval.transfer import (
     ScopeValue,
     SearchSpace,
     average_ranks,

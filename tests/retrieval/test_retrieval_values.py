@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from retrieval.values import PRIOR_SCOPE, ScopeStats, update_stats, value_estimate
+from tunemem.retrieval.values import PRIOR_SCOPE, ScopeStats, update_stats, value_estimate
 
 CHAIN = ["chip:a100", "family:nvidia-ampere", "backend:cuda", "global"]
 

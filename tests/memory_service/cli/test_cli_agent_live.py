@@ -15,11 +15,11 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-import kernels.runners.cpu  # noqa: F401  (switches Triton to the interpreter first)
-from agent_client import MemoryClient
-from bench.common.memory_server import LiveService
-from ingest.readers import native
-from memory_service.cli.app import app
+import tunemem.kernels.runners.cpu  # noqa: F401  (switches Triton to the interpreter first)
+from tunemem.agent_client import MemoryClient
+from tunemem.bench.common.memory_server import LiveService
+from tunemem.ingest.readers import native
+from tunemem.memory_service.cli.app import app
 
 runner = CliRunner()
 

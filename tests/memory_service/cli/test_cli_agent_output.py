@@ -7,8 +7,8 @@ import re
 
 from typer.testing import CliRunner
 
-from ingest.samples import TARGETS_DIR
-from memory_service.cli.app import app as cli_app
+from tunemem.ingest.samples import TARGETS_DIR
+from tunemem.memory_service.cli.app import app as cli_app
 
 TASK = str(TARGETS_DIR / "convolution")  # the bundled W6600 recording, replayed
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from memory_service.cli.app import app
+from tunemem.memory_service.cli.app import app
 
 runner = CliRunner()
 ENV = {"TUNEMEM_EMBEDDER": "hashing", "TUNEMEM_INDEX": "memory"}

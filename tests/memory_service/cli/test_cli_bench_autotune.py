@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from memory_service.cli.app import app
+from tunemem.memory_service.cli.app import app
 
 runner = CliRunner()
 

@@ -12,8 +12,8 @@ import pytest
 import typer.main
 from typer.testing import CliRunner
 
-from memory_service.cli.app import app
-from memory_service.service import MemoryService
+from tunemem.memory_service.cli.app import app
+from tunemem.memory_service.service import MemoryService
 
 
 def commands(group: Any, path: tuple[str, ...] = ()) -> list[tuple[str, Any]]:

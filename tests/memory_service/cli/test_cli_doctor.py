@@ -14,13 +14,13 @@ from pathlib import Path
 from sqlmodel import Session, select
 from typer.testing import CliRunner
 
-from ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
-from memory_service.cli.app import app
-from memory_service.core.schemas.lessons import LessonCreate
-from memory_service.core.schemas.suggest import SuggestRequest
-from memory_service.core.settings import Settings
-from memory_service.core.sql.tables import Attempt, Lesson, Trajectory
-from memory_service.service import MemoryService
+from tunemem.ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
+from tunemem.memory_service.cli.app import app
+from tunemem.memory_service.core.schemas.lessons import LessonCreate
+from tunemem.memory_service.core.schemas.suggest import SuggestRequest
+from tunemem.memory_service.core.settings import Settings
+from tunemem.memory_service.core.sql.tables import Attempt, Lesson, Trajectory
+from tunemem.memory_service.service import MemoryService
 
 runner = CliRunner()
 ENV = {"TUNEMEM_EMBEDDER": "hashing", "TUNEMEM_INDEX": "memory"}

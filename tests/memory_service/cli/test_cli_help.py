@@ -6,7 +6,7 @@ from importlib.metadata import version
 
 from typer.testing import CliRunner
 
-from memory_service.cli.app import app, tunemem_version
+from tunemem.memory_service.cli.app import app, tunemem_version
 
 runner = CliRunner()
 
@@ -28,20 +28,20 @@ def test_flags_show_no_type_and_options_their_defaults():
 
 
 def test_counts_print_in_words():
-    from memory_service.cli.bundles import counts_text
+    from tunemem.memory_service.cli.bundles import counts_text
 
     words = counts_text({"lesson": 816, "trajectory": 2, "retrieval": 1, "outcome": 0})
     assert words == "816 lessons, 2 trajectories, 1 retrieval, 0 outcomes"
 
 
 def test_live_summary_prints_configurations_as_name_value():
-    from agent_client.live import config_text
+    from tunemem.agent_client.live import config_text
 
     assert config_text({"BLOCK_N": 256, "num_warps": 4}) == "BLOCK_N=256 num_warps=4"
 
 
 def test_learning_bench_prints_a_summary_and_its_outputs(capsys, tmp_path):
-    from memory_service.cli.bench import print_learning_summary
+    from tunemem.memory_service.cli.bench import print_learning_summary
 
     report = {
         "protocol": "lifelong",
@@ -62,7 +62,7 @@ def test_learning_bench_prints_a_summary_and_its_outputs(capsys, tmp_path):
 def test_a_long_step_is_never_silent(capsys):
     import time
 
-    from memory_service.cli.common import with_heartbeat
+    from tunemem.memory_service.cli.common import with_heartbeat
 
     assert with_heartbeat("waiting", lambda: time.sleep(0.35) or 7, every=0.1) == 7
     beats = [line for line in capsys.readouterr().err.splitlines() if "still waiting" in line]

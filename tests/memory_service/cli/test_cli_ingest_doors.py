@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from memory_service.cli.app import app
+from tunemem.memory_service.cli.app import app
 
 runner = CliRunner()
 ENV = {"TUNEMEM_EMBEDDER": "hashing", "TUNEMEM_INDEX": "memory"}

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from memory_service.cli import ingest as ingest_command
-from memory_service.cli.app import app
+from tunemem.memory_service.cli import ingest as ingest_command
+from tunemem.memory_service.cli.app import app
 
 ENV = {"TUNEMEM_EMBEDDER": "hashing", "TUNEMEM_INDEX": "memory"}
 runner = CliRunner()

@@ -16,8 +16,8 @@ import pytest
 import uvicorn
 from typer.testing import CliRunner
 
-from memory_service.cli.app import app
-from memory_service.http.app import create_app
+from tunemem.memory_service.cli.app import app
+from tunemem.memory_service.http.app import create_app
 
 NATIVE = Path(__file__).resolve().parents[3] / "bench/results/h200/rmsnorm.jsonl"
 

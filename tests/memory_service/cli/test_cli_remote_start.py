@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_service.cli.common import environment_api_key
-from memory_service.core.settings import Settings
+from tunemem.memory_service.cli.common import environment_api_key
+from tunemem.memory_service.core.settings import Settings
 
 REPO = Path(__file__).resolve().parents[3]
 HEAVY = (
@@ -27,18 +27,18 @@ HEAVY = (
     "chromadb",
     "onnxruntime",
     "torch",
-    "memory_service.service",
-    "memory_service.core.sql.store",
+    "tunemem.memory_service.service",
+    "tunemem.memory_service.core.sql.store",
     "numpy",
-    "retrieval.generalised",
+    "tunemem.retrieval.generalised",
     "agent_client",
-    "memory_service.cli.bench",
-    "memory_service.cli.tune",
-    "memory_service.cli.agent",
+    "tunemem.memory_service.cli.bench",
+    "tunemem.memory_service.cli.tune",
+    "tunemem.memory_service.cli.agent",
 )
 PROBE = """
 import json, sys
-from memory_service.cli.app import main
+from tunemem.memory_service.cli.app import main
 heavy_names = sys.argv[0]
 sys.argv = ["tunemem", *sys.argv[1:]]
 try:

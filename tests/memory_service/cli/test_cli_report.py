@@ -7,9 +7,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from ingest.readers.native import write_native
-from ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
-from memory_service.cli.app import app
+from tunemem.ingest.readers.native import write_native
+from tunemem.ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
+from tunemem.memory_service.cli.app import app
 
 runner = CliRunner()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from memory_service.cli.serve import freeze_startup_heap
+from tunemem.memory_service.cli.serve import freeze_startup_heap
 
 
 def test_startup_heap_is_frozen_after_its_garbage_is_collected() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from memory_service.cli import serve
+from tunemem.memory_service.cli import serve
 
 
 class Spy:

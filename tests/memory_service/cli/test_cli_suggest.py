@@ -10,10 +10,10 @@ import anyio
 from mcp import Client
 from typer.testing import CliRunner
 
-from ingest.readers.native import write_native
-from ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
-from memory_service.cli.app import app
-from memory_service.mcp.server import build_mcp_server
+from tunemem.ingest.readers.native import write_native
+from tunemem.ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
+from tunemem.memory_service.cli.app import app
+from tunemem.memory_service.mcp.server import build_mcp_server
 
 runner = CliRunner()
 SPACE = {"BLOCK": [64, 128, 256, 512, 1024], "num_warps": [2, 4, 8]}

@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from memory_service.core.embedding.factory import create_embedder
-from memory_service.core.schemas.learning import RetrieveRequest
-from memory_service.core.schemas.lessons import LessonCreate
-from memory_service.core.settings import Settings
-from memory_service.service import MemoryService
-from retrieval.knobs import KNOBS, Knob
+from tunemem.memory_service.core.embedding.factory import create_embedder
+from tunemem.memory_service.core.schemas.learning import RetrieveRequest
+from tunemem.memory_service.core.schemas.lessons import LessonCreate
+from tunemem.memory_service.core.settings import Settings
+from tunemem.memory_service.service import MemoryService
+from tunemem.retrieval.knobs import KNOBS, Knob
 
 
 def _other(knob: Knob, step: int) -> object:

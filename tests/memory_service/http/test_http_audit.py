@@ -65,11 +65,11 @@ def report(client: TestClient, retrieval_id: str, lesson_id: str, good: bool) ->
 @pytest.fixture(scope="module")
 def store(tmp_path_factory, embedder):
     """A service with both caches ingested and the PLAN's outcomes reported over HTTP."""
-    from ingest.readers import read_any
-    from memory_service.core.settings import Settings
-    from memory_service.http.app import create_app
-    from memory_service.http.routes.audit import router
-    from memory_service.service import MemoryService
+    from tunemem.ingest.readers import read_any
+    from tunemem.memory_service.core.settings import Settings
+    from tunemem.memory_service.http.app import create_app
+    from tunemem.memory_service.http.routes.audit import router
+    from tunemem.memory_service.service import MemoryService
 
     data_dir = tmp_path_factory.mktemp("audit-store")
     service = MemoryService(Settings(data_dir=data_dir, alpha=ALPHA, q0=0.0), embedder=embedder)
@@ -216,7 +216,7 @@ def test_html_format_over_http(store):
 def test_keys_scope_the_audit_to_the_callers_tenant(store):
     from sqlmodel import Session
 
-    from memory_service.core.access.keys import create_key, open_store, revoke_key
+    from tunemem.memory_service.core.access.keys import create_key, open_store, revoke_key
 
     client = store["client"]
     with Session(store["service"].engine) as session:
@@ -244,7 +244,7 @@ def test_keys_scope_the_audit_to_the_callers_tenant(store):
 
 
 def cli_app() -> typer.Typer:
-    from memory_service.cli.audit import audit_app
+    from tunemem.memory_service.cli.audit import audit_app
 
     root = typer.Typer()
     root.add_typer(audit_app, name="audit")

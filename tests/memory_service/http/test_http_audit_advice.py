@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from memory_service.core.schemas.audit import (
+from tunemem.memory_service.core.schemas.audit import (
     LessonPairValuePublic,
     TransferAuditPublic,
     TransferPairPublic,
 )
-from memory_service.http.audit_html import fill_advice
+from tunemem.memory_service.http.audit_html import fill_advice
 
 
 def _audit(n_common: int, stage: str = "draft") -> TransferAuditPublic:

@@ -8,8 +8,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
-from memory_service.core.access.keys import create_key, revoke_key
-from memory_service.http.app import create_app
+from tunemem.memory_service.core.access.keys import create_key, revoke_key
+from tunemem.memory_service.http.app import create_app
 
 LESSON = {
     "kind": "insight",

@@ -11,9 +11,9 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 from typer.testing import CliRunner
 
-from memory_service.cli.app import app as cli_app
-from memory_service.core.access.keys import create_key
-from memory_service.http.app import create_app
+from tunemem.memory_service.cli.app import app as cli_app
+from tunemem.memory_service.core.access.keys import create_key
+from tunemem.memory_service.http.app import create_app
 
 LESSON = {
     "kind": "insight",

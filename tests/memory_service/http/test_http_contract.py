@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis import checks
 from sqlmodel import Session
 
-from memory_service.core.access.keys import create_key
-from memory_service.http.app import create_app
+from tunemem.memory_service.core.access.keys import create_key
+from tunemem.memory_service.http.app import create_app
 
 BOUNDED = settings(
     max_examples=12,
@@ -41,7 +41,7 @@ schemathesis.serializer("application/gzip")(_gzipped)
 
 def _seed(service) -> None:
     lesson = {"kind": "insight", "text": "Use 4 warps for short softmax rows"}
-    from memory_service.core.schemas.lessons import LessonCreate
+    from tunemem.memory_service.core.schemas.lessons import LessonCreate
 
     service.add_lessons([LessonCreate.model_validate(lesson)])
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from memory_service.http.app import create_app
+from tunemem.memory_service.http.app import create_app
 
 
 def test_docs_pages_load_only_local_assets(client):

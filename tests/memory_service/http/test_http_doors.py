@@ -12,12 +12,12 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
-from ingest.readers import read_any
-from memory_service.core.access.keys import create_key
-from memory_service.core.sql.tables import Trajectory
-from memory_service.http.app import create_app
-from memory_service.http.deps import Caller, caller_if_any
-from memory_service.remote import RemoteService
+from tunemem.ingest.readers import read_any
+from tunemem.memory_service.core.access.keys import create_key
+from tunemem.memory_service.core.sql.tables import Trajectory
+from tunemem.memory_service.http.app import create_app
+from tunemem.memory_service.http.deps import Caller, caller_if_any
+from tunemem.memory_service.remote import RemoteService
 
 
 def run_on(chip: str, backend: str, source: str) -> dict:
@@ -130,7 +130,7 @@ def test_maintenance_takes_the_tenant_at_every_door(service):
 
 def test_remote_and_embedded_audits_take_one_query(service, client, tmp_path: Path):
     """The remote client sends the `TransferQuery` the embedded service takes: same answer."""
-    from memory_service.core.schemas.audit import TransferQuery
+    from tunemem.memory_service.core.schemas.audit import TransferQuery
 
     remote = RemoteService("http://testserver")
     remote._client = client

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from memory_service.core.schemas.lessons import LessonFilter
-from memory_service.http.app import create_app
+from tunemem.memory_service.core.schemas.lessons import LessonFilter
+from tunemem.memory_service.http.app import create_app
 
 GOOD = {"kind": "insight", "text": "Use 4 warps for short rows", "applicability": {"op": "softmax"}}
 

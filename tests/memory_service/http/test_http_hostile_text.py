@@ -13,9 +13,9 @@ import anyio
 from fastapi.testclient import TestClient
 from mcp.server.mcpserver.exceptions import ToolError
 
-from ingest.readers import read_any
-from memory_service.http.app import create_app
-from memory_service.mcp.server import build_mcp_server
+from tunemem.ingest.readers import read_any
+from tunemem.memory_service.http.app import create_app
+from tunemem.memory_service.mcp.server import build_mcp_server
 
 H200 = Path(__file__).resolve().parents[3] / "bench/results/h200/rmsnorm.jsonl"
 HOSTILE = ["\ud800", "tail \udfff", "a\x00b", "\x00"]

@@ -13,12 +13,12 @@ import uuid
 import pytest
 from fastapi.testclient import TestClient
 
-from memory_service.core.settings import Settings
-from memory_service.core.sql.store import Store, create_store_engine
-from memory_service.core.vectors.chroma import ChromaIndex
-from memory_service.core.vectors.pointers import IndexPointers
-from memory_service.http.app import create_app
-from memory_service.service import MemoryService
+from tunemem.memory_service.core.settings import Settings
+from tunemem.memory_service.core.sql.store import Store, create_store_engine
+from tunemem.memory_service.core.vectors.chroma import ChromaIndex
+from tunemem.memory_service.core.vectors.pointers import IndexPointers
+from tunemem.memory_service.http.app import create_app
+from tunemem.memory_service.service import MemoryService
 
 TOPICS = ["softmax rows", "matmul tiles", "layernorm", "attention", "reduction", "conv"]
 LESSONS = [

@@ -11,8 +11,8 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from memory_service.cli.app import app as cli_app
-from memory_service.http.app import create_app
+from tunemem.memory_service.cli.app import app as cli_app
+from tunemem.memory_service.http.app import create_app
 
 LESSON = {"kind": "insight", "text": "x", "applicability": {"op": "softmax"}}
 
@@ -73,8 +73,8 @@ def test_a_store_keyed_before_the_rule_stays_keyed_after_the_upgrade(tmp_path: P
     from sqlalchemy import create_engine, text
     from sqlmodel import Session
 
-    from memory_service.core.access.keys import Unauthorized, authenticate
-    from memory_service.core.sql.store import migrate
+    from tunemem.memory_service.core.access.keys import Unauthorized, authenticate
+    from tunemem.memory_service.core.sql.store import migrate
 
     engine = create_engine(f"sqlite:///{tmp_path / 'old.db'}")
     migrate(engine, "0003")

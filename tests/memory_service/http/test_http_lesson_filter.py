@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from memory_service.cli.app import app
-from memory_service.core.schemas.lessons import LessonCreate, LessonFilter
+from tunemem.memory_service.cli.app import app
+from tunemem.memory_service.core.schemas.lessons import LessonCreate, LessonFilter
 
 LESSONS = [
     LessonCreate(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from memory_service.http.app import create_app
+from tunemem.memory_service.http.app import create_app
 
 
 def softmax_lesson(text: str, chips=("a100",), **extra) -> dict:
@@ -116,7 +116,7 @@ def test_patch_and_archive_keep_history(client, service):
     assert lesson_id not in [item["id"] for item in retrieved["lessons"]]
     from sqlmodel import Session, select
 
-    from memory_service.core.sql.tables import LessonRevision
+    from tunemem.memory_service.core.sql.tables import LessonRevision
 
     with Session(service.engine) as session:
         changes = [

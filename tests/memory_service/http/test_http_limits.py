@@ -8,8 +8,8 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
-from memory_service.core.schemas.lessons import LessonFilter
-from memory_service.http.app import create_app
+from tunemem.memory_service.core.schemas.lessons import LessonFilter
+from tunemem.memory_service.http.app import create_app
 
 GOOD = {"kind": "insight", "text": "Use 4 warps for short rows", "applicability": {"op": "softmax"}}
 
@@ -150,7 +150,7 @@ def test_empty_idempotency_key_is_refused_every_time(client, service, retrieval_
     assert service.counts()["outcomes"] == before
     assert client.post("/v1/outcomes", json=report).status_code == 200
     with pytest.raises(Exception, match="must not be empty"):
-        from memory_service.core.schemas.outcomes import ReportRequest
+        from tunemem.memory_service.core.schemas.outcomes import ReportRequest
 
         service.report(ReportRequest.model_validate(report), idempotency_key=" ")
 

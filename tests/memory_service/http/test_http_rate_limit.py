@@ -6,9 +6,9 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
-from memory_service.core.access.keys import create_key
-from memory_service.core.access.quota import SharedWriteQuota
-from memory_service.http.app import create_app
+from tunemem.memory_service.core.access.keys import create_key
+from tunemem.memory_service.core.access.quota import SharedWriteQuota
+from tunemem.memory_service.http.app import create_app
 
 
 def lesson(text: str) -> dict:

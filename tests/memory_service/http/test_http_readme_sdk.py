@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from memory_service.http.app import create_app
+from tunemem.memory_service.http.app import create_app
 
 README = Path(__file__).resolve().parents[3] / "README.md"
 

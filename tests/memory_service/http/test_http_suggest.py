@@ -12,9 +12,9 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
-from agent_client.graph import query_text as agent_query_text
-from memory_service.core.access.keys import create_key
-from memory_service.http.app import create_app
+from tunemem.agent_client.graph import query_text as agent_query_text
+from tunemem.memory_service.core.access.keys import create_key
+from tunemem.memory_service.http.app import create_app
 
 BLOCKS = [32, 64, 128, 256, 512, 1024]
 WARPS = [1, 2, 4, 8]
@@ -227,9 +227,9 @@ def test_bad_input_is_a_4xx_with_a_code_and_changes_nothing(
 
 
 def test_remote_service_suggests_as_the_embedded_one(service, serve):
-    from memory_service.core.errors import ServiceError
-    from memory_service.core.schemas.suggest import SuggestRequest
-    from memory_service.remote import RemoteService
+    from tunemem.memory_service.core.errors import ServiceError
+    from tunemem.memory_service.core.schemas.suggest import SuggestRequest
+    from tunemem.memory_service.remote import RemoteService
 
     remote = RemoteService(serve(create_app(service)))
     try:

@@ -16,8 +16,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
-from memory_service.core.sql.tables import Attempt, Lesson
-from memory_service.http.app import create_app
+from tunemem.memory_service.core.sql.tables import Attempt, Lesson
+from tunemem.memory_service.http.app import create_app
 
 TASK = {"op": "softmax", "kernel": "softmax_rows"}
 SPACE = {"BLOCK": [64, 128, 256], "WARPS": [1, 2, 4]}
@@ -224,7 +224,7 @@ def test_sigterm_stops_the_server_with_hostile_suggests_in_flight(tmp_path):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = {**os.environ, "TUNEMEM_EMBEDDER": "hashing", "TUNEMEM_INDEX": "memory"}
-    command = [sys.executable, "-m", "memory_service.cli", "serve", "--port", str(port)]
+    command = [sys.executable, "-m", "tunemem.memory_service.cli", "serve", "--port", str(port)]
     server = subprocess.Popen(
         [*command, "--data-dir", str(tmp_path / "store")],
         env=env,
@@ -278,11 +278,11 @@ def test_ten_thousand_observations_on_the_convolution_family_answer_in_seconds(t
     import random
     import tracemalloc
 
-    from ingest.readers import read_any
-    from ingest.samples import SAMPLES_DIR, TARGETS_DIR
-    from memory_service.core.schemas.suggest import SuggestRequest
-    from memory_service.core.settings import Settings
-    from memory_service.service import MemoryService
+    from tunemem.ingest.readers import read_any
+    from tunemem.ingest.samples import SAMPLES_DIR, TARGETS_DIR
+    from tunemem.memory_service.core.schemas.suggest import SuggestRequest
+    from tunemem.memory_service.core.settings import Settings
+    from tunemem.memory_service.service import MemoryService
 
     settings = Settings(data_dir=tmp_path, embedder="hashing", index="memory", model_wait_s=600)
     service = MemoryService(settings)

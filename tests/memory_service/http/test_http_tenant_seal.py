@@ -8,9 +8,9 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 from typer.testing import CliRunner
 
-from memory_service.cli.app import app as cli
-from memory_service.core.access.keys import create_key
-from memory_service.http.app import create_app
+from tunemem.memory_service.cli.app import app as cli
+from tunemem.memory_service.core.access.keys import create_key
+from tunemem.memory_service.http.app import create_app
 
 RUN = {
     "version": 1,

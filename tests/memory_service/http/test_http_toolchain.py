@@ -157,7 +157,7 @@ def test_generalised_values_discount_superseded_outcomes(seeded) -> None:  # typ
 
 
 def _tables(service) -> tuple[list, list]:  # type: ignore[no-untyped-def]
-    from memory_service.core.sql.tables import LessonEvidence
+    from tunemem.memory_service.core.sql.tables import LessonEvidence
 
     evidence_order = (
         col(LessonEvidence.lesson_id),

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.readers.native import NativeRecordError, parse_record
+from tunemem.ingest.readers.native import NativeRecordError, parse_record
 
 H200 = Path(__file__).resolve().parents[3] / "bench/results/h200/rmsnorm.jsonl"
 

@@ -18,10 +18,10 @@ import subprocess
 import pytest
 from fastapi.testclient import TestClient
 
-from ingest.readers import read_any
-from ingest.samples import SAMPLES_DIR
-from memory_service.http.app import create_app
-from memory_service.http.transfer_plots import CELL, STRIP_WIDTH
+from tunemem.ingest.readers import read_any
+from tunemem.ingest.samples import SAMPLES_DIR
+from tunemem.memory_service.http.app import create_app
+from tunemem.memory_service.http.transfer_plots import CELL, STRIP_WIDTH
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CACHES = [
@@ -54,8 +54,8 @@ pre.textContent = JSON.stringify(out); document.body.appendChild(pre);
 
 @pytest.fixture(scope="module")
 def page_and_audit(tmp_path_factory, embedder):
-    from memory_service.core.settings import Settings
-    from memory_service.service import MemoryService
+    from tunemem.memory_service.core.settings import Settings
+    from tunemem.memory_service.service import MemoryService
 
     data_dir = tmp_path_factory.mktemp("transfer-plot")
     service = MemoryService(Settings(data_dir=data_dir, index="memory"), embedder=embedder)

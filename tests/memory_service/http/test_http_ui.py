@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from memory_service.http.app import create_app
+from tunemem.memory_service.http.app import create_app
 
 TEXTS = [
     "For a row softmax keep the whole row in one program when it fits in shared memory",

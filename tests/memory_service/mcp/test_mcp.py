@@ -18,7 +18,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from memory_service.mcp.server import build_mcp_server
+from tunemem.memory_service.mcp.server import build_mcp_server
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 EXPECTED_TOOLS = {
@@ -218,7 +218,7 @@ def test_service_errors_become_tool_errors_with_their_code(make_service):
 
 
 def test_tools_over_a_remote_service_keep_the_http_error_codes(client):
-    from memory_service.remote import RemoteService
+    from tunemem.memory_service.remote import RemoteService
 
     remote = RemoteService("http://testserver")
     remote._client = client  # the FastAPI TestClient is an httpx.Client for the same API
@@ -239,7 +239,7 @@ def test_stdio_subprocess_session(tmp_path):
     """`tunemem mcp`'s command function as a child process, spoken to over stdio."""
     data_dir = tmp_path / "mcp-store"
     launch = (
-        "from pathlib import Path; from memory_service.cli.mcp import mcp; "
+        "from pathlib import Path; from tunemem.memory_service.cli.mcp import mcp; "
         f"mcp(url=None, data_dir=Path({str(data_dir)!r}), transport='stdio')"
     )
     params = StdioServerParameters(
@@ -330,7 +330,7 @@ def test_audit_transfer_tool_on_the_embedded_store(make_service):
 
 def test_audit_transfer_tool_through_a_server(client):
     """The assertions live in `audit_scenario`; here the tools reach the service over HTTP."""
-    from memory_service.remote import RemoteService
+    from tunemem.memory_service.remote import RemoteService
 
     assert client.get("/v1/audit/transfer").status_code == 200  # api.py mounts the audit route
     remote = RemoteService("http://testserver")
@@ -340,14 +340,14 @@ def test_audit_transfer_tool_through_a_server(client):
 
 @pytest.mark.parametrize("transport", ["sse", "websocket"])
 def test_unknown_transport_is_refused(transport, make_service):
-    from memory_service.mcp.server import run_mcp_server
+    from tunemem.memory_service.mcp.server import run_mcp_server
 
     with pytest.raises(ValueError, match="streamable-http"):
         run_mcp_server(make_service(), transport)
 
 
 def test_http_transport_binds_loopback_only(make_service):
-    from memory_service.mcp.server import is_loopback, run_mcp_server
+    from tunemem.memory_service.mcp.server import is_loopback, run_mcp_server
 
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("example.org")
@@ -359,7 +359,7 @@ def test_mcp_command_refuses_bad_transport_and_public_bind(tmp_path):
     import typer
     from typer.testing import CliRunner
 
-    from memory_service.cli.mcp import mcp
+    from tunemem.memory_service.cli.mcp import mcp
 
     app = typer.Typer()
     app.command()(mcp)
@@ -417,7 +417,7 @@ def test_audit_transfer_tool_takes_the_query_of_every_door(make_service):
     """Seen failing first: the MCP audit had no `toolchain` and its own defaults. Its
     arguments are `TransferQuery`'s, with the same defaults; a toolchain cut reaches the
     service and is echoed; a bad one is refused in the API's words."""
-    from memory_service.core.schemas.audit import TransferQuery
+    from tunemem.memory_service.core.schemas.audit import TransferQuery
 
     server = build_mcp_server(make_service())
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 from mcp import Client
 
-from memory_service.mcp.server import build_mcp_server
+from tunemem.memory_service.mcp.server import build_mcp_server
 
 PAGE = Path(__file__).resolve().parents[3] / "docs" / "mcp.md"
 ROW = re.compile(r"^\| `(?P<tool>\w+)` \| [^|]+ \| (?P<arguments>[^|]+) \|$", re.M)

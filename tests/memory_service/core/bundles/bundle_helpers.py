@@ -9,10 +9,10 @@ from typing import Any
 
 from sqlalchemy import text
 
-from ingest.readers.native import parse_record
-from memory_service.core.schemas.learning import RetrieveRequest
-from memory_service.core.schemas.lessons import LessonCreate
-from memory_service.core.schemas.outcomes import ReportRequest
+from tunemem.ingest.readers.native import parse_record
+from tunemem.memory_service.core.schemas.learning import RetrieveRequest
+from tunemem.memory_service.core.schemas.lessons import LessonCreate
+from tunemem.memory_service.core.schemas.outcomes import ReportRequest
 
 H200 = Path(__file__).resolve().parents[4] / "bench/results/h200/rmsnorm.jsonl"
 TABLES = (

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from memory_service.core.errors import ServiceError
 from tests.memory_service.core.bundles.bundle_helpers import ASK, fill, records, snapshot, write
+from tunemem.memory_service.core.errors import ServiceError
 
 Records = list[dict[str, Any]]
 
@@ -165,8 +165,8 @@ def test_the_reports_door_credits_only_the_tenants_own_lessons(two_tenants):
     cannot move that lesson's values through a report."""
     from sqlmodel import Session
 
-    from memory_service.core.schemas.outcomes import ReportRequest
-    from memory_service.core.sql.tables import Retrieval
+    from tunemem.memory_service.core.schemas.outcomes import ReportRequest
+    from tunemem.memory_service.core.sql.tables import Retrieval
 
     service = two_tenants
     b_lesson = service.list_lessons(tenant="team-b").data[0].id
@@ -196,8 +196,14 @@ def test_the_reports_door_credits_only_the_tenants_own_lessons(two_tenants):
 def test_every_stored_column_has_its_bundle_check():
     """A column added to a table the bundle carries needs its check in `bundle_records`
     (else a bundle carrying it would be refused, or, worse, stored unchecked)."""
-    from memory_service.core.bundles.validate import MODELS
-    from memory_service.core.sql.tables import Attempt, Lesson, Outcome, Retrieval, Trajectory
+    from tunemem.memory_service.core.bundles.validate import MODELS
+    from tunemem.memory_service.core.sql.tables import (
+        Attempt,
+        Lesson,
+        Outcome,
+        Retrieval,
+        Trajectory,
+    )
 
     tables = {
         "lesson": Lesson,

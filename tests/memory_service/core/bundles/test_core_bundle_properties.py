@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from memory_service.core.errors import ServiceError
-from memory_service.core.schemas.lessons import LessonFilter
 from tests.memory_service.core.bundles.bundle_helpers import ASK, fill, records, snapshot, write
+from tunemem.memory_service.core.errors import ServiceError
+from tunemem.memory_service.core.schemas.lessons import LessonFilter
 
 KINDS = ("lesson", "trajectory", "attempt", "retrieval", "outcome")
 FIELDS = {
@@ -83,8 +83,8 @@ NAMES = itertools.count()
 @pytest.fixture(scope="module")
 def world(tmp_path_factory, embedder):
     """A source export of team-a, and a target store where team-b already has its data."""
-    from memory_service.core.settings import Settings
-    from memory_service.service import MemoryService
+    from tunemem.memory_service.core.settings import Settings
+    from tunemem.memory_service.service import MemoryService
 
     root = tmp_path_factory.mktemp("bundle-properties")
     source = MemoryService(Settings(data_dir=root / "source", index="memory"), embedder=embedder)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from memory_service.core.errors import InvalidInput
-from memory_service.core.schemas.learning import RetrieveRequest
-from memory_service.core.schemas.lessons import LessonCreate
-from memory_service.core.schemas.outcomes import ReportRequest
+from tunemem.memory_service.core.errors import InvalidInput
+from tunemem.memory_service.core.schemas.learning import RetrieveRequest
+from tunemem.memory_service.core.schemas.lessons import LessonCreate
+from tunemem.memory_service.core.schemas.outcomes import ReportRequest
 
 LESSONS = [
     LessonCreate(

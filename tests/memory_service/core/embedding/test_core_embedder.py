@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory_service.core.embedding.cache import DiskCachedEmbedder, EmbeddingCache
-from memory_service.core.embedding.factory import HashingEmbedder
+from tunemem.memory_service.core.embedding.cache import DiskCachedEmbedder, EmbeddingCache
+from tunemem.memory_service.core.embedding.factory import HashingEmbedder
 
 WORDS = (
     "softmax rmsnorm gemm attention tile block warps stages shared memory registers "
@@ -41,7 +41,7 @@ def _same_length_texts(lengths: tuple[int, ...], each: int, seed: int) -> list[s
 
 @pytest.fixture(scope="module")
 def torch_embedder():
-    from memory_service.core.embedding.factory import create_embedder
+    from tunemem.memory_service.core.embedding.factory import create_embedder
 
     return create_embedder("minilm-torch")
 
@@ -55,7 +55,7 @@ def minilm(request, embedder, torch_embedder):
 def test_minilm_batches_equal_single_text_embeddings_bit_for_bit(minilm) -> None:
     # Mixed lengths, and texts of one length, which an ingest embeds in one pass where that
     # keeps their bits (PyTorch), and one pass each where it does not (ONNX Runtime).
-    from memory_service.core.embedding.factory import PASS_TOKENS
+    from tunemem.memory_service.core.embedding.factory import PASS_TOKENS
 
     embedder = minilm
     lengths = (20, 64, 131, 256)
@@ -91,7 +91,7 @@ def test_disk_cache_returns_the_computed_vectors_and_only_for_its_model(tmp_path
 
 
 def test_a_service_reuses_cached_lesson_embeddings_across_stores(make_service, tmp_path) -> None:
-    from memory_service.core.schemas.lessons import LessonCreate
+    from tunemem.memory_service.core.schemas.lessons import LessonCreate
 
     lessons = [
         LessonCreate(kind="insight", text=t, applicability={"op": "softmax"})
@@ -110,7 +110,7 @@ def test_a_service_reuses_cached_lesson_embeddings_across_stores(make_service, t
 
 
 def test_minilm_vectors_do_not_depend_on_the_thread_count(minilm) -> None:
-    from memory_service.core.embedding.factory import SHARED_PASS_MIN_TOKENS, Cores
+    from tunemem.memory_service.core.embedding.factory import SHARED_PASS_MIN_TOKENS, Cores
 
     embedder = minilm
     model = embedder.inner
@@ -129,7 +129,7 @@ def test_minilm_vectors_do_not_depend_on_the_thread_count(minilm) -> None:
 
 
 def test_a_lone_pass_takes_every_core_and_overlapping_passes_one_each() -> None:
-    from memory_service.core.embedding.factory import Cores
+    from tunemem.memory_service.core.embedding.factory import Cores
 
     cores = Cores(cores=2, most=2, window=0.05)
     assert cores.take() == 2  # alone
@@ -186,12 +186,12 @@ def test_onnx_runtime_vectors_equal_pytorch_vectors(embedder, torch_embedder) ->
 
 
 def test_the_onnx_model_is_exported_once_into_the_model_cache(embedder, tmp_path) -> None:
-    from memory_service.core.embedding.minilm_onnx import EXPORT_FORMAT, onnx_model_file
+    from tunemem.memory_service.core.embedding.minilm_onnx import EXPORT_FORMAT, onnx_model_file
 
     model_file = embedder.inner.model_file
     assert model_file.exists() and model_file.name.endswith(f"{EXPORT_FORMAT}.onnx")
     before = model_file.stat().st_mtime_ns
-    from memory_service.core.embedding.factory import bundled_model_path
+    from tunemem.memory_service.core.embedding.factory import bundled_model_path
 
     again = onnx_model_file(bundled_model_path(), model_file.parent)
     assert again == model_file and again.stat().st_mtime_ns == before  # taken, not re-made
@@ -200,10 +200,10 @@ def test_the_onnx_model_is_exported_once_into_the_model_cache(embedder, tmp_path
 def test_a_service_on_onnx_runtime_answers_without_importing_torch(tmp_path) -> None:
     script = (
         "import sys\n"
-        "from memory_service.core.schemas.learning import RetrieveRequest\n"
-        "from memory_service.core.schemas.lessons import LessonCreate\n"
-        "from memory_service.core.settings import Settings\n"
-        "from memory_service.service import MemoryService\n"
+        "from tunemem.memory_service.core.schemas.learning import RetrieveRequest\n"
+        "from tunemem.memory_service.core.schemas.lessons import LessonCreate\n"
+        "from tunemem.memory_service.core.settings import Settings\n"
+        "from tunemem.memory_service.service import MemoryService\n"
         f"service = MemoryService(Settings(data_dir={str(tmp_path / 'store')!r}))\n"
         "service.add_lessons([LessonCreate(kind='insight', text='softmax: BLOCK_SIZE 1024 on"
         " h200', applicability={'op': 'softmax'})])\n"
@@ -225,7 +225,7 @@ def test_a_service_on_onnx_runtime_answers_without_importing_torch(tmp_path) -> 
 def test_onnx_embedders_share_one_session_and_its_vectors(embedder) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from memory_service.core.embedding.minilm_onnx import MiniLMOnnxEmbedder
+    from tunemem.memory_service.core.embedding.minilm_onnx import MiniLMOnnxEmbedder
 
     first = embedder.inner
     second = MiniLMOnnxEmbedder(cache_dir=first.model_file.parent)

@@ -9,14 +9,14 @@ from pathlib import Path
 import numpy as np
 from sqlmodel import select
 
-from ingest.readers import iter_paths, read_any
-from memory_service.core.embedding.factory import HashingEmbedder
-from memory_service.core.lessons import rows as lesson_rows
-from memory_service.core.settings import Settings
-from memory_service.core.sql.tables import Lesson
-from memory_service.service import MemoryService
+from tunemem.ingest.readers import iter_paths, read_any
+from tunemem.memory_service.core.embedding.factory import HashingEmbedder
+from tunemem.memory_service.core.lessons import rows as lesson_rows
+from tunemem.memory_service.core.settings import Settings
+from tunemem.memory_service.core.sql.tables import Lesson
+from tunemem.memory_service.service import MemoryService
 
-SAMPLES = Path(__file__).resolve().parents[4] / "ingest" / "samples"
+SAMPLES = Path(__file__).resolve().parents[4] / "tunemem" / "ingest" / "samples"
 
 
 class CountingEmbedder(HashingEmbedder):

@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from ingest.readers.native import write_native
-from ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
+from tunemem.ingest.readers.native import write_native
+from tunemem.ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
 
 CHIPS = ("a100", "h100", "h200", "l40s", "mi250x", "mi300x", "w6600", "a4000")
 
@@ -57,7 +57,7 @@ def synthetic_runs(path: Path) -> Path:
 
 def ingest_cmd(data_dir: Path) -> list[str]:
     paths = [str(synthetic_runs(data_dir.parent / "runs.jsonl"))]
-    code = "from memory_service.cli.app import main; main()"
+    code = "from tunemem.memory_service.cli.app import main; main()"
     return [
         sys.executable,
         "-c",
@@ -88,8 +88,8 @@ def committed_trajectories(data_dir: Path) -> int:
 
 
 def store_state(data_dir: Path) -> dict:
-    from memory_service.core.settings import Settings
-    from memory_service.service import MemoryService
+    from tunemem.memory_service.core.settings import Settings
+    from tunemem.memory_service.service import MemoryService
 
     service = MemoryService(Settings(data_dir=data_dir))
     try:

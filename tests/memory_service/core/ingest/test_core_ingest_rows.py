@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from sqlmodel import select
 
-from ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
-from memory_service.core.sql.tables import Attempt
+from tunemem.ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
+from tunemem.memory_service.core.sql.tables import Attempt
 
 
 def _record() -> TrajectoryRecord:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import threading
 
-from memory_service.core.schemas.learning import RetrieveRequest
-from memory_service.core.schemas.lessons import LessonCreate
-from memory_service.core.schemas.outcomes import ReportRequest
+from tunemem.memory_service.core.schemas.learning import RetrieveRequest
+from tunemem.memory_service.core.schemas.lessons import LessonCreate
+from tunemem.memory_service.core.schemas.outcomes import ReportRequest
 
 
 def _service_with_retrievals(make_service, count: int):

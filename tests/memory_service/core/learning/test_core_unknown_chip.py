@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import platforms
-from memory_service.core.schemas.learning import RetrieveRequest
-from memory_service.core.schemas.lessons import LessonCreate
+from tunemem import platforms
+from tunemem.memory_service.core.schemas.learning import RetrieveRequest
+from tunemem.memory_service.core.schemas.lessons import LessonCreate
 
 
 def _retrieve(service, chip: str):

@@ -4,10 +4,10 @@ reported outcomes loses weight in every lesson it informs, the breakdown says by
 
 from __future__ import annotations
 
-from ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
-from memory_service.core.schemas.audit import TransferQuery
-from memory_service.core.schemas.learning import RetrieveRequest
-from memory_service.core.schemas.outcomes import OutcomeIn, ReportRequest
+from tunemem.ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
+from tunemem.memory_service.core.schemas.audit import TransferQuery
+from tunemem.memory_service.core.schemas.learning import RetrieveRequest
+from tunemem.memory_service.core.schemas.outcomes import OutcomeIn, ReportRequest
 
 KEYS = ["bx"]
 TRUE_A4000 = {16: 4.0, 32: 2.0, 64: 1.0, 128: 1.5}  # what running on an a4000 measures
@@ -130,9 +130,9 @@ def _contradicted(service) -> dict[int, str]:
 def test_the_analyst_sees_which_runs_claims_failed(make_service, tmp_path) -> None:
     from typer.testing import CliRunner
 
-    from memory_service.cli.app import app
-    from memory_service.core.schemas.lessons import LessonFilter
-    from memory_service.http.audit_html import render_report
+    from tunemem.memory_service.cli.app import app
+    from tunemem.memory_service.core.schemas.lessons import LessonFilter
+    from tunemem.memory_service.http.audit_html import render_report
 
     service = make_service(index="memory")
     _contradicted(service)
@@ -163,7 +163,7 @@ def test_the_analyst_sees_which_runs_claims_failed(make_service, tmp_path) -> No
 def test_claims_over_http_and_in_the_ui(make_service) -> None:
     from fastapi.testclient import TestClient
 
-    from memory_service.http.app import create_app
+    from tunemem.memory_service.http.app import create_app
 
     service = make_service(index="memory")
     _contradicted(service)

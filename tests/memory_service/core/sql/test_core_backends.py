@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from memory_service.core.schemas.learning import RetrieveRequest
-from memory_service.core.schemas.lessons import LessonCreate
-from memory_service.core.schemas.outcomes import ReportRequest
-from memory_service.core.settings import Settings
-from memory_service.service import MemoryService
+from tunemem.memory_service.core.schemas.learning import RetrieveRequest
+from tunemem.memory_service.core.schemas.lessons import LessonCreate
+from tunemem.memory_service.core.schemas.outcomes import ReportRequest
+from tunemem.memory_service.core.settings import Settings
+from tunemem.memory_service.service import MemoryService
 
 PG_URL = os.environ.get(
     "TUNEMEM_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -90,7 +90,7 @@ def open_store(request, tmp_path: Path, embedder) -> Iterator:
         server = ServerStore()
         overrides = server.settings
     elif request.param == "sqlite+memory":
-        from memory_service.core.vectors.base import MemoryIndex
+        from tunemem.memory_service.core.vectors.base import MemoryIndex
 
         shared_index = MemoryIndex()
         overrides = {"data_dir": tmp_path / "store", "index": "memory"}

@@ -12,19 +12,19 @@ import pytest
 from sqlmodel import Session, func, select
 from typer.testing import CliRunner
 
-from memory_service.cli.app import app as cli_app
-from memory_service.core.settings import Settings
-from memory_service.core.sql.dir_lock import DataDirInUse, read_owner
-from memory_service.core.sql.tables import Outcome
-from memory_service.service import MemoryService
+from tunemem.memory_service.cli.app import app as cli_app
+from tunemem.memory_service.core.settings import Settings
+from tunemem.memory_service.core.sql.dir_lock import DataDirInUse, read_owner
+from tunemem.memory_service.core.sql.tables import Outcome
+from tunemem.memory_service.service import MemoryService
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
 URL = "http://127.0.0.1:8599"
 
 OWNER = """
 import sys
-from memory_service.core.settings import Settings
-from memory_service.service import MemoryService
+from tunemem.memory_service.core.settings import Settings
+from tunemem.memory_service.service import MemoryService
 service = MemoryService(Settings(data_dir=sys.argv[1], embedder="hashing"))
 service.store.advertise(sys.argv[2])
 print("ready", flush=True)
@@ -115,8 +115,8 @@ def test_server_mode_takes_no_lock(tmp_path):
         [
             sys.executable,
             "-c",
-            "import sys; from memory_service.core.settings import Settings;"
-            "from memory_service.service import MemoryService;"
+            "import sys; from tunemem.memory_service.core.settings import Settings;"
+            "from tunemem.memory_service.service import MemoryService;"
             "MemoryService(Settings(data_dir=sys.argv[1], database_url=sys.argv[2],"
             " index='memory', embedder='hashing')).close(); print('opened')",
             str(tmp_path / "store"),

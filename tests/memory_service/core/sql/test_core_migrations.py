@@ -23,16 +23,16 @@ from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel
 from typer.testing import CliRunner
 
-from memory_service.cli.app import app
-from memory_service.core.settings import Settings
-from memory_service.core.sql.store import (
+from tunemem.memory_service.cli.app import app
+from tunemem.memory_service.core.settings import Settings
+from tunemem.memory_service.core.sql.store import (
     alembic_config,
     create_store_engine,
     current_revision,
     head_revision,
     migrate,
 )
-from memory_service.service import MemoryService
+from tunemem.memory_service.service import MemoryService
 
 PG_URL = os.environ.get(
     "TUNEMEM_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"

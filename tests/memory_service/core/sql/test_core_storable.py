@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import insert
 from sqlmodel import Session, select
 
-from memory_service.core.errors import InvalidInput
-from memory_service.core.sql.tables import Attempt, Lesson
+from tunemem.memory_service.core.errors import InvalidInput
+from tunemem.memory_service.core.sql.tables import Attempt, Lesson
 
 
 def lesson(**fields: object) -> Lesson:

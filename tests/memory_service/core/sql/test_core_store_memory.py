@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from memory_service.core.sql.store import create_store_engine
+from tunemem.memory_service.core.sql.store import create_store_engine
 
 
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux /proc")

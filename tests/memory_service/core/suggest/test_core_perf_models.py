@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
-from memory_service.core.suggest.perf_model_cache import PerformanceModels
-from retrieval.perf_search import fit_posterior
+from tunemem.ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
+from tunemem.memory_service.core.suggest.perf_model_cache import PerformanceModels
+from tunemem.retrieval.perf_search import fit_posterior
 
 SHARED = Path(__file__).resolve().parents[4].parent / "shared" / "data"
 PARAMS = {"block": [1, 2, 4, 8, 16, 32], "tile": [1, 2, 4, 8], "unroll": [0, 1]}
@@ -139,8 +139,8 @@ def test_an_empty_store_has_no_model(service, wait: float) -> None:  # type: ign
 
 
 def test_suggest_serves_model_suggestions_that_say_what_they_rest_on(make_service) -> None:  # type: ignore[no-untyped-def]
-    from memory_service.core.schemas.learning import ContextIn, TaskIn
-    from memory_service.core.schemas.suggest import ObservationIn, SpaceIn, SuggestRequest
+    from tunemem.memory_service.core.schemas.learning import ContextIn, TaskIn
+    from tunemem.memory_service.core.schemas.suggest import ObservationIn, SpaceIn, SuggestRequest
 
     service = make_service(model_wait_s=60.0)
     service.ingest([trajectory("a100"), trajectory("a4000")])
@@ -180,8 +180,8 @@ def test_on_a_real_cache_the_model_passes_the_remembered_configurations() -> Non
     """Dedispersion on the W6600 from the A100, A4000 and MI250X caches: within 10 attempts the
     model reaches at least 0.97 of the optimum; the best of the sources' own best
     configurations reaches 0.91 there."""
-    from kernels.runners.replay import Recording
-    from retrieval.perf_model import ChipSpace, build_family_model
+    from tunemem.kernels.runners.replay import Recording
+    from tunemem.retrieval.perf_model import ChipSpace, build_family_model
 
     folder = SHARED / "kerneltuner" / "dedispersion"
     recordings = {

@@ -3,10 +3,10 @@ terms, and `values rebuild` reproduces the live values (SYNTHETIC trajectories).
 
 from __future__ import annotations
 
-from ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
-from memory_service.core.schemas.learning import RetrieveRequest
-from memory_service.core.schemas.lessons import LessonCreate
-from memory_service.core.schemas.outcomes import OutcomeIn, ReportRequest
+from tunemem.ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
+from tunemem.memory_service.core.schemas.learning import RetrieveRequest
+from tunemem.memory_service.core.schemas.lessons import LessonCreate
+from tunemem.memory_service.core.schemas.outcomes import OutcomeIn, ReportRequest
 
 KEYS = ["bx", "tx"]
 

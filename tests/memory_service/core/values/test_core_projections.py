@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory_service.core.learning import outcome_write
-from memory_service.core.maintenance import part as maintenance
-from memory_service.core.schemas.learning import RetrieveRequest
-from memory_service.core.schemas.lessons import LessonCreate
-from memory_service.core.schemas.outcomes import ReportRequest
-from memory_service.core.values import projections as projections_module
+from tunemem.memory_service.core.learning import outcome_write
+from tunemem.memory_service.core.maintenance import part as maintenance
+from tunemem.memory_service.core.schemas.learning import RetrieveRequest
+from tunemem.memory_service.core.schemas.lessons import LessonCreate
+from tunemem.memory_service.core.schemas.outcomes import ReportRequest
+from tunemem.memory_service.core.values import projections as projections_module
 
 
 class Recording:

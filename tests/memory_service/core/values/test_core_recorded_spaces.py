@@ -4,9 +4,9 @@ time for an infeasible one, None for a run with nothing feasible and timed (synt
 
 from __future__ import annotations
 
-from ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
-from memory_service.core.values.recorded_spaces import load_spaces
-from retrieval.transfer import config_key
+from tunemem.ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
+from tunemem.memory_service.core.values.recorded_spaces import load_spaces
+from tunemem.retrieval.transfer import config_key
 
 
 def _run(source: str, attempts: list[AttemptRecord]) -> TrajectoryRecord:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
-from memory_service.core.schemas.learning import RetrieveRequest
-from memory_service.core.schemas.lessons import LessonFilter
-from memory_service.core.schemas.outcomes import OutcomeIn, ReportRequest
+from tunemem.ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
+from tunemem.memory_service.core.schemas.learning import RetrieveRequest
+from tunemem.memory_service.core.schemas.lessons import LessonFilter
+from tunemem.memory_service.core.schemas.outcomes import OutcomeIn, ReportRequest
 
 KEYS = ["bx", "tx"]
 

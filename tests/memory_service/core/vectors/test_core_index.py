@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory_service.core.vectors.base import MemoryIndex, VectorIndex
-from memory_service.core.vectors.chroma import ChromaIndex
+from tunemem.memory_service.core.vectors.base import MemoryIndex, VectorIndex
+from tunemem.memory_service.core.vectors.chroma import ChromaIndex
 
 
 @pytest.fixture(params=["memory", "chroma"])

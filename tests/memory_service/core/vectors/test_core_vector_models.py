@@ -8,15 +8,15 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import delete
 
-from memory_service.core.embedding.factory import HashingEmbedder
-from memory_service.core.errors import ReindexRequired
-from memory_service.core.schemas.learning import RetrieveRequest
-from memory_service.core.schemas.lessons import LessonCreate
-from memory_service.core.settings import Settings
-from memory_service.core.sql.tables import VectorModel
-from memory_service.core.vectors.embedder_guard import VectorModels
-from memory_service.http.app import create_app
-from memory_service.service import MemoryService
+from tunemem.memory_service.core.embedding.factory import HashingEmbedder
+from tunemem.memory_service.core.errors import ReindexRequired
+from tunemem.memory_service.core.schemas.learning import RetrieveRequest
+from tunemem.memory_service.core.schemas.lessons import LessonCreate
+from tunemem.memory_service.core.settings import Settings
+from tunemem.memory_service.core.sql.tables import VectorModel
+from tunemem.memory_service.core.vectors.embedder_guard import VectorModels
+from tunemem.memory_service.http.app import create_app
+from tunemem.memory_service.service import MemoryService
 
 LESSONS = [
     LessonCreate(kind="insight", text=text, applicability={"op": "softmax"})

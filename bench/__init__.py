@@ -1,2 +1,0 @@
-"""Benchmarks, one folder per `tunemem bench` command (`python -m bench.<name>` runs the same);
-`common/` holds what they share, `studies/` the one-off studies, `results/` what they measured."""

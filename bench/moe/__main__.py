@@ -1,5 +1,0 @@
-"""`python -m bench.moe`: the same as `tunemem bench moe`."""
-
-from bench.moe.run import main
-
-raise SystemExit(main())

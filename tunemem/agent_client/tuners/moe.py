@@ -1,0 +1,188 @@
+"""`tune_moe`: a vLLM fused-MoE config file for a new GPU, tuned in rounds with the memory.
+
+For one MoE layer (E experts, intermediate size N per shard, hidden size, top-k, dtype) and a
+list of batch sizes, every batch size is tuned in rounds, each round timing a few
+configurations with the caller's timing function (vLLM's `benchmark_config` signature; by
+default this project's Triton kernel, `kernels.moe_timing.benchmark_config`):
+
+1. the first round times what other GPUs chose: the shipped files the memory holds for the
+   same and nearby (E, N), ranked by shape, batch size and how alike their GPU is to this one
+   (`moe_memory.rank_shipped`), plus vLLM's default configuration for the batch size;
+2. later rounds time, for each batch size, the best configurations found so far at the two
+   nearest batch sizes of this run, the memory's suggestions given this batch size's
+   observations (`POST /v1/suggest`: the service's performance model learns from what the run
+   has reported), and one-step moves around the batch size's best so far;
+3. every round's timings go back to the memory before the next round.
+
+The memory unreachable, erring or empty: one warning, then the same rounds without it, the
+first round being vLLM's default plus a seeded random sample of the space (`FALLBACK_SEED`).
+The result is vLLM's file: name `E=..,N=..,device_name=..[,dtype=fp8_w8a8].json`, keys the
+batch sizes, values the six launch parameters.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tunemem.agent_client.client import MemoryClient, RetryPolicy
+from tunemem.agent_client.tuners.moe_memory import MoeMemory, chip_similarities
+from tunemem.agent_client.tuners.moe_rounds import (
+    FALLBACK_SEED,
+    Benchmark,
+    MoeShape,
+    Run,
+    default_benchmark,
+    default_device_name,
+    first_round,
+    later_round,
+)
+from tunemem.kernels.moe_space import (
+    PARAMS,
+    VLLM_BATCH_SIZES,
+    config_key,
+    default_config,
+    file_name,
+    full_space,
+    kernel_accepts,
+)
+
+__all__ = ["FALLBACK_SEED", "Benchmark", "MoeShape", "MoeTuning", "tune_moe"]
+
+DEFAULT_BUDGET = 32  # configurations timed per batch size (vLLM's tuner times 1,920)
+FIRST_ROUND = 8
+PER_ROUND = 6
+
+
+@dataclass
+class MoeTuning:
+    """What a run chose and everything it timed (rows: config, us, error, origin, round)."""
+
+    shape: MoeShape
+    device_name: str
+    batch_sizes: list[int]
+    timed: dict[int, list[dict[str, Any]]]
+    memory_used: bool
+    warnings: list[str] = field(default_factory=list)
+    path: Path | None = None
+
+    def best(self, m: int) -> dict[str, Any] | None:
+        rows = [r for r in self.timed[m] if r["us"] is not None]
+        return min(rows, key=lambda r: r["us"]) if rows else None
+
+    def vllm_configs(self) -> dict[str, dict[str, int]]:
+        """vLLM's file body: batch size (a string) -> configuration, every batch size."""
+        out = {}
+        for m in self.batch_sizes:
+            row = self.best(m)
+            config = (
+                row["config"] if row else default_config(m, self.shape.experts, self.shape.dtype)
+            )
+            out[str(m)] = {p: int(config[p]) for p in PARAMS}
+        return out
+
+    def file_name(self) -> str:
+        return file_name(self.shape.experts, self.shape.n, self.device_name, self.shape.dtype)
+
+    def write(self, folder: Path) -> Path:
+        """Write vLLM's file into `folder`; returns its path."""
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / self.file_name()
+        path.write_text(json.dumps(self.vllm_configs(), indent=4) + "\n")
+        self.path = path
+        return path
+
+
+def tune_moe(
+    shape: MoeShape,
+    batch_sizes: list[int] | tuple[int, ...] = VLLM_BATCH_SIZES,
+    benchmark: Benchmark | None = None,
+    *,
+    memory_url: str | None = None,
+    client: MemoryClient | None = None,
+    device_name: str | None = None,
+    budget: int = DEFAULT_BUDGET,
+    space: list[dict[str, int]] | None = None,
+    out: Path | None = None,
+    seed: int = 0,
+    api_key: str | None = None,
+    timeout_s: float = 10.0,
+) -> MoeTuning:
+    """Tune every batch size in rounds with the memory; write vLLM's file into `out` if given.
+
+    Args:
+        shape: the MoE layer (E, N per shard, hidden size, top-k, dtype).
+        batch_sizes: the file's keys (default: vLLM's 18).
+        benchmark: vLLM's `benchmark_config(config, num_tokens, num_experts,
+            shard_intermediate_size, hidden_size, topk, dtype, use_fp8_w8a8, use_int8_w8a16)`
+            returning microseconds (raise for a configuration that fails); default: this
+            project's kernel on this GPU.
+        memory_url / client: the memory (None: no memory, the documented sample).
+        device_name: the GPU's name as torch gives it (default: this GPU's).
+        budget: configurations timed per batch size at most.
+        space: the configurations allowed (default: vLLM's 1,920 plus every configuration the
+            shipped files in the memory hold that this kernel takes).
+        out: a folder for the file.
+        seed: the seed of the rounds' random choices.
+    """
+    sizes = sorted({int(m) for m in batch_sizes})
+    if not sizes or sizes[0] < 1:
+        raise ValueError(f"batch sizes must be positive integers, not {list(batch_sizes)}")
+    if budget < 1:
+        raise ValueError(f"budget must be at least 1, not {budget}")
+    device = device_name or default_device_name()
+    retry = RetryPolicy(attempts=2, backoff_s=0.1, max_backoff_s=0.5)
+    made = client is None and memory_url is not None
+    memory = (
+        MoeMemory(memory_url, client, api_key=api_key, timeout_s=timeout_s, retry=retry)
+        if client is None
+        else MoeMemory(memory_url or "client", client)
+    )
+    try:
+        shipped = memory.shipped()
+        if not memory.down and not shipped:
+            memory.warnings.append("tunemem: the memory holds no shipped fused-MoE file")
+        pool = [dict(c) for c in space] if space is not None else full_space()
+        if space is None:
+            keys = {config_key(c) for c in pool}
+            for entry in shipped:
+                if kernel_accepts(entry.config) and config_key(entry.config) not in keys:
+                    keys.add(config_key(entry.config))
+                    pool.append(dict(entry.config))
+        context = {"chip": device, "backend": "cuda"}
+        run = Run(
+            shape,
+            sizes,
+            benchmark or default_benchmark(),
+            memory,
+            device,
+            pool,
+            budget,
+            seed,
+            context,
+        )
+        sims = chip_similarities(device, {e.chip for e in shipped}) if shipped else {}
+        for m in sizes:
+            run.time_round(m, first_round(run, m, shipped, sims, min(FIRST_ROUND, budget)), 1)
+        round_no = 1
+        while len(run.exhausted) < len(sizes):
+            round_no += 1
+            for m in sizes:
+                left = budget - len(run.timed[m])
+                if m in run.exhausted or left <= 0:
+                    run.exhausted.add(m)
+                    continue
+                picks = later_round(run, m, min(PER_ROUND, left), round_no)
+                if not picks:
+                    run.exhausted.add(m)
+                    continue
+                run.time_round(m, picks, round_no)
+        result = MoeTuning(shape, device, sizes, run.timed, bool(shipped), list(memory.warnings))
+        if out is not None:
+            result.write(out)
+        return result
+    finally:
+        if made:
+            memory.close()

@@ -1,0 +1,5 @@
+"""`python -m tunemem.bench.autotune`: the same as `tunemem bench autotune`."""
+
+from tunemem.bench.autotune.command import main
+
+raise SystemExit(main())

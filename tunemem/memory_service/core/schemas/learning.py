@@ -1,0 +1,156 @@
+"""API models of the learning loop: retrieve (task, context, options, the ranked lessons with
+their breakdown) and a lesson's outcome history. Bounded at the door as `schemas.lessons` says."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
+
+from tunemem.memory_service.core.schemas.inbound import Inbound
+from tunemem.memory_service.core.schemas.knob_fields import option_fields, request_field
+from tunemem.memory_service.core.schemas.lessons import (
+    Applicability,
+    FreeJSON,
+    LessonKind,
+    Stage,
+    ValuePublic,
+)
+from tunemem.memory_service.core.schemas.transfer import (
+    GlossaryEntryPublic,
+    ToolchainBreakdown,
+)
+from tunemem.memory_service.core.schemas.values import Estimator
+
+
+class TaskIn(Inbound):
+    model_config = ConfigDict(extra="forbid")
+
+    op: str | None = Field(None, max_length=128)
+    kernel: str | None = Field(None, max_length=256)
+    signature: FreeJSON = Field(default_factory=dict)
+    dtype: str | None = Field(None, max_length=32)
+
+
+class ContextIn(Inbound):
+    model_config = ConfigDict(extra="forbid")
+
+    chip: str | None = Field(None, max_length=128)
+    backend: str | None = Field(None, max_length=16)
+    model: str | None = Field(None, max_length=128)
+    scenario: str | None = Field(None, max_length=128)
+    toolchain: dict[str, Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+        default_factory=dict,
+        max_length=16,
+        description='versions the attempt runs under, e.g. {"triton": "3.6.0", "torch": "2.11"}',
+    )
+
+    @field_validator("toolchain")
+    @classmethod
+    def _lower_components(cls, value: dict[str, str]) -> dict[str, str]:
+        if any(len(k) > 64 for k in value):
+            raise ValueError("a toolchain component name has at most 64 characters")
+        return {k.strip().lower(): v.strip() for k, v in value.items() if k.strip()}
+
+
+if TYPE_CHECKING:
+    _Options = Inbound
+else:
+    _Options = create_model("_Options", __base__=Inbound, **option_fields())
+
+
+class RetrieveOptions(_Options):
+    """Per-request overrides of the ranking knobs: one optional field per knob of
+    `retrieval.knobs` that a request may set (None: the service's setting)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+_K, _K_FIELD = request_field("k")  # a request sets k at its own level
+
+
+class RetrieveRequest(Inbound):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field("", max_length=10_000)
+    task: TaskIn = Field(default_factory=TaskIn)
+    context: ContextIn = Field(default_factory=ContextIn)
+    stage: Stage
+    k: _K = _K_FIELD  # type: ignore[valid-type]  # from the knob table: int | None
+    options: RetrieveOptions = Field(default_factory=RetrieveOptions)
+
+
+class Breakdown(BaseModel):
+    similarity: float
+    value: float
+    value_scope: str
+    estimator: Estimator = Field(
+        description="which estimate `value` is (generalised or chain), named as reports name it"
+    )
+    n: int
+    exploration: float
+    z_sim: float
+    z_value: float
+    ci_low: float
+    ci_high: float
+    value_terms: dict[str, float] = Field(
+        default_factory=dict, description="share of the value's weight per term it came from"
+    )
+    claim_trust: dict[str, float] = Field(
+        default_factory=dict, description="recorded terms discounted by failed reproductions"
+    )
+    toolchain: ToolchainBreakdown | None = Field(
+        None, description="present when the query's context names its toolchain"
+    )
+
+
+class RetrievedLesson(BaseModel):
+    id: str
+    kind: LessonKind
+    text: str
+    hint: dict[str, Any] | None
+    code: str | None
+    applicability: Applicability
+    score: float
+    transferred: bool
+    source_scope: str | None
+    rendered_text: str | None
+    warning: bool
+    breakdown: Breakdown
+    glossary: list[GlossaryEntryPublic] = Field(
+        default_factory=list, description="for a transferred lesson: its terms on the target"
+    )
+    stale: bool = Field(False, description="all its evidence is from superseded toolchain versions")
+
+
+class RetrieveResponse(BaseModel):
+    retrieval_id: str
+    stage: Stage
+    chip: str | None
+    scope_chain: list[str]
+    lessons: list[RetrievedLesson]
+    settings: dict[str, Any]
+    # What the caller should know about its request: a chip name the registry does not know.
+    warnings: list[str] = []
+
+
+class OutcomePublic(BaseModel):
+    id: int
+    retrieval_id: str
+    stage: Stage
+    scope_chain: list[str]
+    compiled: bool
+    correct: bool | None
+    latency_ms: float | None
+    best_before_ms: float | None
+    error: str | None
+    reward: float
+    reporter: str | None
+    created_at: datetime
+
+
+class LessonHistory(BaseModel):
+    lesson_id: str
+    outcomes: list[OutcomePublic]
+    values: list[ValuePublic]

@@ -1,0 +1,222 @@
+"""RemoteService: the MemoryAPI of a running tunemem server, over its v1 HTTP API.
+
+The CLI (given `--url`) and the MCP server (given `--url`) use it, so a command or a tool
+behaves the same against the embedded store and against a server. The API key, when given,
+goes with every request; a server's JSON error becomes the same `ServiceError` (code, message,
+status) the embedded service would raise. This is the one HTTP client of the service.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, NoReturn, Self
+
+import httpx
+
+from tunemem.ingest.records import RejectedRecord, TrajectoryRecord
+from tunemem.memory_service.core.errors import ServiceError
+from tunemem.memory_service.core.schemas.admin import IndexRebuilt, ValuesRebuilt
+from tunemem.memory_service.core.schemas.audit import TransferAuditPublic, TransferQuery
+from tunemem.memory_service.core.schemas.ingest import IngestSummary, TrajectoriesIn
+from tunemem.memory_service.core.schemas.learning import (
+    LessonHistory,
+    RetrieveRequest,
+    RetrieveResponse,
+)
+from tunemem.memory_service.core.schemas.lessons import (
+    LessonDetail,
+    LessonFilter,
+    LessonList,
+    LessonPublic,
+    LessonsCreated,
+    LessonUpdate,
+)
+from tunemem.memory_service.core.schemas.outcomes import ReportRequest, ReportResponse
+from tunemem.memory_service.core.schemas.suggest import SuggestRequest, SuggestResponse
+
+
+class RemoteService:
+    """The memory of a server at `url`, reached over HTTP with an optional bearer key."""
+
+    def __init__(self, url: str, api_key: str | None = None, timeout: float = 120.0):
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout)
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            response = self._client.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from exc
+        if response.status_code == 404 and self._not_a_route(response):
+            where = str(self._client.base_url).rstrip("/") + path
+            raise ServiceError(
+                f"{where} is no route of a tunemem server: --url takes "
+                "the server's root address (e.g. http://127.0.0.1:8000, without /v1 or a path)",
+                code="not_found",
+                status=404,
+            )
+        if response.status_code >= 400:
+            self._raise(response)
+        return response.json()
+
+    @staticmethod
+    def _not_a_route(response: httpx.Response) -> bool:
+        """A 404 for the path itself (the server has no such route, or is no tunemem server),
+        not a tunemem answer about a lesson or a retrieval that does not exist."""
+        try:
+            code = response.json().get("code")
+        except (ValueError, AttributeError):
+            return True
+        return code in (None, "not_found", "http_error")
+
+    def _unreachable(self, exc: Exception) -> ServiceError:
+        return ServiceError(
+            f"cannot reach {self._client.base_url}: {exc}", code="unreachable", status=503
+        )
+
+    @staticmethod
+    def _raise(response: httpx.Response) -> NoReturn:
+        try:
+            body = response.json()
+        except ValueError:
+            body = {"code": "http_error", "message": response.text}
+        raise ServiceError(
+            body.get("message", ""), code=body.get("code"), status=response.status_code
+        )
+
+    def retrieve(self, request: RetrieveRequest) -> RetrieveResponse:
+        return RetrieveResponse(
+            **self._call("POST", "/v1/retrieve", json=request.model_dump(mode="json"))
+        )
+
+    def report(
+        self, request: ReportRequest, *, idempotency_key: str | None = None
+    ) -> ReportResponse:
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        body = self._call(
+            "POST", "/v1/outcomes", json=request.model_dump(mode="json"), headers=headers
+        )
+        return ReportResponse(**body)
+
+    def suggest(self, request: SuggestRequest) -> SuggestResponse:
+        return SuggestResponse(
+            **self._call("POST", "/v1/suggest", json=request.model_dump(mode="json"))
+        )
+
+    def list_lessons(self, where: LessonFilter | None = None) -> LessonList:
+        params = (where or LessonFilter()).model_dump(exclude_none=True)
+        return LessonList(**self._call("GET", "/v1/lessons", params=params))
+
+    def get_lesson(self, lesson_id: str) -> LessonDetail:
+        return LessonDetail(**self._call("GET", f"/v1/lessons/{lesson_id}"))
+
+    def lesson_history(self, lesson_id: str) -> LessonHistory:
+        return LessonHistory(**self._call("GET", f"/v1/lessons/{lesson_id}/history"))
+
+    def update_lesson(self, lesson_id: str, update: LessonUpdate) -> LessonPublic:
+        body = update.model_dump(mode="json", exclude_unset=True)
+        return LessonPublic(**self._call("PATCH", f"/v1/lessons/{lesson_id}", json=body))
+
+    def archive_lesson(self, lesson_id: str) -> LessonPublic:
+        return LessonPublic(**self._call("DELETE", f"/v1/lessons/{lesson_id}"))
+
+    def add_lessons(self, lessons: list[Any]) -> LessonsCreated:
+        body = {"lessons": [lesson.model_dump(mode="json") for lesson in lessons]}
+        return LessonsCreated(**self._call("POST", "/v1/lessons", json=body))
+
+    def ingest(
+        self,
+        records: Iterable[TrajectoryRecord | RejectedRecord],
+        *,
+        progress: Callable[[TrajectoryRecord | RejectedRecord], None] | None = None,
+        batch_size: int = 50,
+    ) -> IngestSummary:
+        """Upload trajectories in batches; records a reader rejected are counted here."""
+        summary = IngestSummary()
+        batch: list[dict[str, Any]] = []
+        for record in records:
+            if progress:
+                progress(record)
+            if isinstance(record, RejectedRecord):
+                summary.rejected += 1
+                summary.rejects.append(
+                    {"path": record.path, "position": record.position, "reason": record.reason}
+                )
+                continue
+            batch.append(record.to_dict())
+            if len(batch) >= batch_size:
+                summary.merge(self._upload(batch))
+                batch = []
+        if batch:
+            summary.merge(self._upload(batch))
+        return summary
+
+    def _upload(self, batch: list[dict[str, Any]]) -> IngestSummary:
+        # Unchecked here: the server checks the batch and refuses it in the API's words.
+        return self.upload_trajectories(TrajectoriesIn.model_construct(trajectories=batch))
+
+    def upload_trajectories(self, body: TrajectoriesIn) -> IngestSummary:
+        return IngestSummary(
+            **self._call("POST", "/v1/trajectories", json=body.model_dump(mode="json"))
+        )
+
+    def audit_transfer(self, query: TransferQuery | None = None) -> TransferAuditPublic:
+        params = (query or TransferQuery()).as_params()
+        return TransferAuditPublic.model_validate(
+            self._call("GET", "/v1/audit/transfer", params=params)
+        )
+
+    def rebuild_values(self, tenant: str | None = None) -> int:
+        params = {"tenant": tenant} if tenant else {}
+        body = self._call("POST", "/v1/admin/values/rebuild", params=params)
+        return ValuesRebuilt.model_validate(body).outcomes_replayed
+
+    def reindex(self, *, tenant: str | None = None) -> int:
+        params = {"tenant": tenant} if tenant else {}
+        body = self._call("POST", "/v1/admin/reindex", params=params)
+        return IndexRebuilt.model_validate(body).lessons_indexed
+
+    def export(self, path: Path, *, tenant: str | None = None) -> dict[str, int]:
+        """Download the tenant's bundle (GET /v1/admin/export) to `path`, gzipped if its name
+        ends in .gz; returns the server's counts."""
+        params = {"tenant": tenant} if tenant else {}
+        try:
+            with self._client.stream("GET", "/v1/admin/export", params=params) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    self._raise(response)
+                scratch = path.with_name(path.name + ".part")
+                with scratch.open("wb") as fh:
+                    for chunk in response.iter_bytes():
+                        fh.write(chunk)
+                counts: dict[str, int] = json.loads(response.headers["X-Tunemem-Counts"])
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from exc
+        if path.suffix == ".gz":
+            scratch.replace(path)
+        else:  # the server sends gzip; a .jsonl name asks for plain text
+            with gzip.open(scratch, "rb") as packed, path.open("wb") as plain:
+                shutil.copyfileobj(packed, plain)
+            scratch.unlink()
+        return counts
+
+    def import_bundle(self, path: Path, *, tenant: str | None = None) -> dict[str, int]:
+        """Upload a bundle (POST /v1/admin/import); returns the counts added."""
+        params = {"tenant": tenant} if tenant else {}
+        counts: dict[str, int] = self._call(
+            "POST", "/v1/admin/import", params=params, content=path.read_bytes()
+        )
+        return counts
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._client.close()
