@@ -107,6 +107,8 @@ def test_code_version_says_when_the_tree_had_uncommitted_changes(tmp_path) -> No
     assert re.fullmatch(r"[0-9a-f]{40}", clean)
     (tmp_path / "bench" / "results").mkdir(parents=True)
     (tmp_path / "bench" / "results" / "r.json").write_text("{}")  # a new result is not code
+    (tmp_path / "README.md").write_text("a page is not code either\n")
+    git("add", "README.md")
     assert code_version(tmp_path) == clean
     (tmp_path / "tunemem" / "a.py").write_text("x = 2\n")
     assert code_version(tmp_path) == clean + "+uncommitted"

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from tunemem.bench.common.arms import LIVE_SERVICE_SETTINGS
-from tunemem.bench.common.results import memory_held, provenance, write_result
+from tunemem.bench.common.results import memory_held, provenance, started_on, write_result
 from tunemem.bench.live.memories import load_sweeps
 
 H200 = {"chip": "NVIDIA H200", "backend": "cuda"}
@@ -260,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--min-gain", type=float, help="the rounds' stopping gain (RoundPolicy)")
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
+    started_on()  # the code version is the one this run starts on
     settings = {"embedder": args.embedder}
     from tunemem.agent_client.tuners.triton_rounds import RoundPolicy
 

@@ -6,6 +6,7 @@ them, and nothing in the product imports them."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -67,9 +68,14 @@ MEASUREMENTS = {
 PROVENANCE = ("code_version", "command", "machine", "memory_held", "measurement", "seeds")
 
 
+# What counts as the code of a result: a change elsewhere (docs, tests, other results) does not
+# change a figure.
+CODE_PATHS = ("tunemem", "pyproject.toml", "requirements")
+
+
 def code_version(root: Path = REPO_ROOT) -> str:
-    """The git commit of the code that ran, `+uncommitted` when files outside `bench/results/`
-    differed from it; outside a git checkout, the installed package's version."""
+    """The git commit of the code that ran, `+uncommitted` when the code (`CODE_PATHS`) differed
+    from it; outside a git checkout, the installed package's version."""
     try:
         head = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "HEAD"],
@@ -79,17 +85,8 @@ def code_version(root: Path = REPO_ROOT) -> str:
             check=True,
         ).stdout.strip()
         changed = subprocess.run(
-            [
-                "git",
-                "-C",
-                str(root),
-                "status",
-                "--porcelain",
-                "--untracked-files=no",
-                "--",
-                ".",
-                ":(exclude)bench/results",
-            ],
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--"]
+            + list(CODE_PATHS),
             capture_output=True,
             text=True,
             timeout=30,
@@ -103,12 +100,19 @@ def code_version(root: Path = REPO_ROOT) -> str:
     return head + ("+uncommitted" if changed else "")
 
 
+@functools.cache
+def started_on() -> str:
+    """The code version when this process first asked: a benchmark pins it before it runs, so
+    a commit made while it runs is not taken for the code that ran."""
+    return code_version()
+
+
 def provenance(command: str, seeds: Sequence[int], kind: str) -> dict[str, Any]:
     """The fields that say how to reproduce a result: `command` (the exact command line, with
     today's module names), the seeds it ran, whether it was replayed or measured (`kind`), the
     code version and the machine."""
     return {
-        "code_version": code_version(),
+        "code_version": started_on(),
         "command": command,
         "machine": machine(),
         "measurement": kind,

@@ -234,7 +234,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown cases {unknown}; known: {sorted(known)}")
     cases = [load_case(args.landscape, name) for name in args.cases]
 
-    from tunemem.bench.common.results import memory_held, provenance, write_result
+    from tunemem.bench.common.results import memory_held, provenance, started_on, write_result
+
+    started_on()  # the code version is the one this run starts on
 
     memories = Memories(args.shipped)
     results = []

@@ -206,8 +206,10 @@ def run_service_bench(
     Returns:
         The result document (also written when `out` is given).
     """
-    from tunemem.bench.common.results import memory_held, provenance, write_result
+    from tunemem.bench.common.results import memory_held, provenance, started_on, write_result
     from tunemem.bench.service.report import markdown
+
+    started_on()  # the code version is the one this run starts on
 
     spec = dict(
         concurrency=list(concurrency),
