@@ -110,5 +110,7 @@ def test_code_version_says_when_the_tree_had_uncommitted_changes(tmp_path) -> No
     (tmp_path / "README.md").write_text("a page is not code either\n")
     git("add", "README.md")
     assert code_version(tmp_path) == clean
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a page")
+    assert code_version(tmp_path) == clean  # still the commit of the code
     (tmp_path / "tunemem" / "a.py").write_text("x = 2\n")
     assert code_version(tmp_path) == clean + "+uncommitted"

@@ -74,11 +74,13 @@ CODE_PATHS = ("tunemem", "pyproject.toml", "requirements")
 
 
 def code_version(root: Path = REPO_ROOT) -> str:
-    """The git commit of the code that ran, `+uncommitted` when the code (`CODE_PATHS`) differed
-    from it; outside a git checkout, the installed package's version."""
+    """The last git commit that changed the code (`CODE_PATHS`) that ran, `+uncommitted` when the
+    code differed from it; outside a git checkout, the installed package's version."""
     try:
+        # The last commit that changed the code: pages and results committed after it leave
+        # the code version as it was.
         head = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            ["git", "-C", str(root), "log", "-1", "--format=%H", "--", *CODE_PATHS],
             capture_output=True,
             text=True,
             timeout=10,
