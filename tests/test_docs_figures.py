@@ -26,6 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 PAGES = sorted(["README.md", *(str(p.relative_to(REPO)) for p in REPO.glob("docs/*.md"))])
 # [text](target): the text may hold brackets one level deep (a range: `0.93 [0.91-0.95]`).
 LINK = re.compile(r"\[(?P<text>(?:[^\[\]]|\[[^\[\]]*\])+)\]\((?P<target>[^)\s]+)\)")
+CODE = re.compile(r"`[^`]*`")
 NUMBER = re.compile(r"(?<![\w.])(?P<value>\d[\d,]*(?:\.\d+)?)(?P<percent>\s?%)?")
 
 
@@ -33,7 +34,7 @@ def quoted(page: str) -> list[tuple[str, Path, int]]:
     """(link text, result file, line) of every link from `page` into bench/results/."""
     found = []
     for number, line in enumerate((REPO / page).read_text().splitlines(), 1):
-        for match in LINK.finditer(line):
+        for match in LINK.finditer(CODE.sub("", line)):  # an example in code is not a quote
             target = (REPO / page).parent / match["target"].split("#", 1)[0]
             if "bench/results/" in target.resolve().as_posix() + "/":
                 found.append((match["text"], target.resolve(), number))
