@@ -108,8 +108,9 @@ def test_shape_key_is_every_tensor_argument_in_order() -> None:
 
 @pytest.fixture
 def live() -> Iterator[str]:
-    """A memory that ingested the real H100 log of RMSNorm at 4096x4096 (Helion alone)."""
-    service = LiveService({"index": "memory", "embedder": "hashing", "dedup_threshold": 1.0})
+    """A memory that ingested the real H100 log of RMSNorm at 4096x4096 (Helion alone); the
+    service's default near-duplicate threshold, so lessons merge as they would in use."""
+    service = LiveService({"index": "memory", "embedder": "hashing"})
     try:
         records = [r for r in read_any([LOG]) if isinstance(r, TrajectoryRecord)]
         with MemoryClient(service.url) as client:
@@ -260,6 +261,9 @@ def test_remote_cache_round_trip_over_http(live: str) -> None:
         assert backend.get("k" * 64) == first and backend.get("j" * 64) == second
         assert list(backend.list(max_results=10)) == [second, first]  # newest first
         assert list(backend.list(max_results=1)) == [second]
+        backend.put("x" * 64, "not an entry")  # skipped: no lesson, no warning
+        backend.put("y" * 64, json.dumps({"config": "{}", "key": {"fields": []}}))
+        assert backend.get("x" * 64) is None and len(list(backend.list())) == 2
     lesson = entry_lesson("k" * 64, first)
     assert lesson["hint"]["config"]["block_sizes[0]"] == 4
     assert lesson["applicability"]["chips"] == ["h100"]

@@ -90,9 +90,8 @@ class MemoryCacheBackend(RemoteCacheBackend):
             return
         try:
             lesson = entry_lesson(key, data)
-        except (ValueError, KeyError, TypeError) as exc:
-            self._failed(f"an entry it cannot read ({brief(exc)})")
-            return
+        except (ValueError, KeyError, TypeError):
+            return  # not an entry Helion writes: nothing to share, and the memory is not at fault
         try:
             self.link.post("/v1/lessons", {"lessons": [lesson]})
         except Exception as exc:  # untrusted memory: Helion's local cache is already written
@@ -151,16 +150,21 @@ def entry_lesson(key: str, data: str) -> dict[str, Any]:
     if not isinstance(config, dict):
         raise TypeError("the entry's config is not an object")
     fields = entry["key"]["fields"]
-    hardware = fields.get("hardware") if isinstance(fields, dict) else None
+    if not isinstance(fields, dict):
+        raise TypeError("the entry's key fields are not an object")
+    hardware = fields.get("hardware")
     chip = chip_context(hardware)
-    flat = flatten_config(config)
+    try:
+        hint: dict[str, Any] | None = {"config": flatten_config(config)}
+    except ValueError:  # a configuration value the memory cannot hold as a parameter
+        hint = None
     return {
         "kind": "exemplar",
         "text": (
             f"Helion autotune cache entry {key}: the best configuration Helion found for one "
             f"kernel and shape on {hardware or 'an unnamed device'}."
         ),
-        "hint": {"config": flat},
+        "hint": hint,
         "code": data,
         "applicability": {
             "op": OP,
