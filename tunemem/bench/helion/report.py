@@ -175,8 +175,8 @@ def markdown(runs: Sequence[dict[str, Any]], sha: str) -> str:
         "data, no other chip.",
         "",
         f"Code: `tunemem/bench/helion/seeds_gpu.py` and the ranking at commit `{sha}` "
-        "(`ranking.py` unchanged since the run; the script as run differs only in how it "
-        "loads the ranking, see README.md here).",
+        "(`ranking.py` is the code the run loaded, reformatted; the script as run differs "
+        "only in how it loads the ranking and in lint-only edits, see README.md here).",
         "",
         "Speed: Helion alone's kernel time over the arm's (re-timed interleaved, 5 rounds of "
         "`do_bench`, median). Wall: the arm's `kernel.autotune()` seconds over Helion alone's. "
