@@ -226,6 +226,9 @@ def main() -> int:  # noqa: C901  (one linear run: kernels, shapes, arms)
     ap.add_argument("--effort", default="quick")
     ap.add_argument("--max-generations", type=int, default=None)
     ap.add_argument("--g1", action="store_true", help="also run quick+mem with 1 generation")
+    ap.add_argument(
+        "--no-mem-full", action="store_true", help="skip quick+mem at full generations (with --g1)"
+    )
     ap.add_argument("--full-shapes", default="", help="kernel:index,... for the full-effort arm")
     ap.add_argument("--full-budget-s", type=int, default=120)
     ap.add_argument("--k-seeds", type=int, default=8)
@@ -317,10 +320,10 @@ def main() -> int:  # noqa: C901  (one linear run: kernels, shapes, arms)
             ]
 
             arms = [("quick", a.effort, None, a.max_generations)]
-            if seeds:
+            if seeds and not (a.no_mem_full and a.g1):
                 arms.append(("quick+mem", a.effort, seeds, a.max_generations))
-                if a.g1:
-                    arms.append(("quick+mem/g1", a.effort, seeds, 1))
+            if seeds and a.g1:
+                arms.append(("quick+mem/g1", a.effort, seeds, 1))
             if (kname, si) in full_set:
                 arms.append(("full", "full", None, None))
 
