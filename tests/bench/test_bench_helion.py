@@ -11,7 +11,7 @@ import pytest
 from tunemem.bench.helion.report import analyse, main, markdown
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "helion"
-RUNS = [RESULTS / "h100-run1-softmax", RESULTS / "h100-run2-rmsnorm"]
+RUNS = [RESULTS / "h100-run1-softmax", RESULTS / "h100-run2-rmsnorm", RESULTS / "h100-run3-matmul"]
 
 
 def shape(run: dict, kernel: str, size: list[int]) -> dict:
@@ -34,6 +34,15 @@ def test_the_rmsnorm_run_as_recorded() -> None:
     third = shape(run, "rms_norm", [8192, 8192])
     assert third["replay"]["memory_timings"] == 238 and third["replay"]["seeds_match_run"]
     assert third["arms"]["quick+mem/g1"]["not_run"] == "deadline"
+
+
+def test_the_matmul_run_misses_the_speed_bar() -> None:
+    run = analyse(RUNS[2])
+    second = shape(run, "matmul", [2048, 2048, 2048])
+    assert list(second["arms"]) == ["quick+mem/g1", "quick"]
+    g1 = second["arms"]["quick+mem/g1"]
+    assert g1["speed"] == pytest.approx(0.814, abs=1e-3) and g1["bar_met"] is False
+    assert second["replay"]["seeds_match_run"] is True
 
 
 def test_the_softmax_run_says_what_was_not_returned() -> None:

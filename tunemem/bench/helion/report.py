@@ -167,7 +167,7 @@ def replay(
 
 def markdown(runs: Sequence[dict[str, Any]], sha: str) -> str:
     lines = [
-        "# Helion autotune with the memory's seeds, against Helion alone (one H100 run each)",
+        "# Helion autotune with the memory's seeds, against Helion alone (H100, one run each)",
         "",
         "What the memory held: nothing at each kernel's first shape; before every later shape, "
         "every configuration any arm of this run timed on the kernel's earlier shapes (Helion's "
@@ -175,8 +175,8 @@ def markdown(runs: Sequence[dict[str, Any]], sha: str) -> str:
         "data, no other chip.",
         "",
         f"Code: `tunemem/bench/helion/seeds_gpu.py` and the ranking at commit `{sha}` "
-        "(`ranking.py` is the code the run loaded, reformatted; the script as run differs "
-        "only in how it loads the ranking and in lint-only edits, see README.md here).",
+        "(`ranking.py` is the code the runs loaded, reformatted; README.md here says how "
+        "each run's copy of the script differs from this one).",
         "",
         "Speed: Helion alone's kernel time over the arm's (re-timed interleaved, 5 rounds of "
         "`do_bench`, median). Wall: the arm's `kernel.autotune()` seconds over Helion alone's. "
