@@ -34,6 +34,7 @@ READERS: dict[str, str] = {
     "kernelbench-timing": "tunemem.ingest.readers.kernelbench_timing",
     "kernelbench-run": "tunemem.ingest.readers.kernelbench_run",
     "triton-autotune": "tunemem.ingest.readers.triton_autotune",
+    "helion-autotune": "tunemem.ingest.readers.helion_autotune",
     "openevolve": "tunemem.ingest.readers.openevolve",
 }
 
