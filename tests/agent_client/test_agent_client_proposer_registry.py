@@ -31,3 +31,15 @@ def test_registered_proposers_build_by_name() -> None:
 def test_an_unknown_proposer_is_refused_with_the_valid_names() -> None:
     with pytest.raises(ValueError, match="valid: suggest, structured, llm, random"):
         create_proposer("bayesian")
+
+
+def test_proposers_key_and_size_spaces_as_the_suggest_search_does() -> None:
+    """One definition of a configuration's key and a space's size (no copies to drift apart)."""
+    from tunemem.agent_client.proposers import base
+    from tunemem.retrieval import suggest_hints
+
+    assert base.config_key is suggest_hints.config_key
+    assert base.space_size is suggest_hints.space_size
+    space = {"bx": (16, 32), "tx": (1,), "flag": ()}
+    assert base.space_size(space) == 2
+    assert base.config_key(space, {"tx": 1, "bx": 32}) == (32, 1, None)
