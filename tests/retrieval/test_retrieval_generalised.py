@@ -168,3 +168,14 @@ def test_every_term_is_weighed_by_a_generalised_knob_and_named_by_its_prefix() -
     for term in TERMS:
         names = [entry.name for entry in term.values("l", inputs, SETTINGS)]
         assert names and all(name.split(":")[0] == term.prefix for name in names)
+
+
+def test_affinities_are_worked_out_when_a_term_asks_for_them() -> None:
+    from tunemem.retrieval.generalised import Affinities
+
+    reaches = {"l1": {"x": 1.0, "t": 1.0}, "l2": {"x": 0.5, "t": 0.4}, "l3": {"x": 0.0, "t": 0.1}}
+    lazy = Affinities("t", reaches, SETTINGS, descriptor=lambda a, b: 0.1)
+    assert len(lazy) == 0
+    table = affinities("t", ["t", "x", "w"], reaches, SETTINGS, descriptor=lambda a, b: 0.1)
+    assert lazy.get("x", 0.0) == table["x"] and lazy["w"] == table["w"] and lazy["t"] == 1.0
+    assert list(lazy) == ["x", "w", "t"]

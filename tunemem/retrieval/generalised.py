@@ -34,7 +34,7 @@ trajectories (through the recorded reaches).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from tunemem.platforms.similarity import chip_similarity
 from tunemem.retrieval.generalised_settings import GeneralisedSettings
@@ -110,6 +110,22 @@ def generalised_estimate(
     )
 
 
+def affinity_to(
+    target: str,
+    chip: str,
+    reaches: Mapping[str, Mapping[str, float]],
+    settings: GeneralisedSettings,
+    descriptor: Callable[[str, str], float] = chip_similarity,
+) -> float:
+    """How alike a chip is to the target (`chip_affinity` of descriptors and recorded
+    agreement, at least `settings.affinity_floor`); the target itself is 1."""
+    if chip == target:
+        return 1.0
+    rho, n_common = chip_agreement(reaches, chip, target)
+    affinity = chip_affinity(descriptor(chip, target), rho, n_common, settings.affinity_kappa)
+    return max(affinity, settings.affinity_floor)
+
+
 def affinities(
     target: str,
     chips: Iterable[str],
@@ -117,14 +133,35 @@ def affinities(
     settings: GeneralisedSettings,
     descriptor: Callable[[str, str], float] = chip_similarity,
 ) -> dict[str, float]:
-    """chip -> affinity to the target (`chip_affinity` of descriptors and recorded agreement,
-    at least `settings.affinity_floor`); the target itself is 1."""
-    out = {}
-    for chip in chips:
-        if chip == target:
-            out[chip] = 1.0
-            continue
-        rho, n_common = chip_agreement(reaches, chip, target)
-        affinity = chip_affinity(descriptor(chip, target), rho, n_common, settings.affinity_kappa)
-        out[chip] = max(affinity, settings.affinity_floor)
-    return out
+    """chip -> affinity to the target (`affinity_to`), for each of `chips`."""
+    return {chip: affinity_to(target, chip, reaches, settings, descriptor) for chip in chips}
+
+
+class Affinities(Mapping[str, float]):
+    """chip -> affinity to the target, each worked out when a term first asks for it, so a
+    retrieval pays only for the chips its candidates have evidence on, whichever terms read
+    them. Iterating gives the chips worked out so far."""
+
+    def __init__(
+        self,
+        target: str,
+        reaches: Mapping[str, Mapping[str, float]],
+        settings: GeneralisedSettings,
+        descriptor: Callable[[str, str], float] = chip_similarity,
+    ) -> None:
+        self._target, self._reaches, self._settings = target, reaches, settings
+        self._descriptor = descriptor
+        self._known: dict[str, float] = {}
+
+    def __getitem__(self, chip: str) -> float:
+        if chip not in self._known:
+            self._known[chip] = affinity_to(
+                self._target, chip, self._reaches, self._settings, self._descriptor
+            )
+        return self._known[chip]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict(self._known))
+
+    def __len__(self) -> int:
+        return len(self._known)

@@ -35,7 +35,8 @@ class GeneralisedInputs:
     """What the generalised values of one retrieval's candidates are computed from.
 
     Every mapping is keyed by lesson id first (absent: no such evidence); `target` is the chip
-    the values are for and `affinity` how alike each chip is to it (absent: 0).
+    the values are for and `affinity` how alike each chip is to it (absent: 0; the service
+    passes `generalised.Affinities`, which works each chip out when a term first asks).
     """
 
     target: str | None

@@ -29,7 +29,7 @@ from tunemem.memory_service.core.sql.tables import (
     Trajectory,
 )
 from tunemem.memory_service.core.values.recorded_spaces import load_spaces, problem_text
-from tunemem.retrieval.generalised import affinities, generalised_estimate
+from tunemem.retrieval.generalised import Affinities, generalised_estimate
 from tunemem.retrieval.generalised_settings import GeneralisedSettings
 from tunemem.retrieval.generalised_terms import GeneralisedInputs
 from tunemem.retrieval.recorded import (
@@ -290,8 +290,6 @@ class Evidence:
                 )
             ):
                 stats[lesson_id][scope[len(CHIP_PREFIX) :]] = ScopeStats(n, q, sumsq)
-        chips = {target, *(space.chip for space in evidence.spaces)}
-        chips |= {chip for by_chip in stats.values() for chip in by_chip}
         trust: dict[str, float] = {}
         if settings.claim_power > 0.0:
             trust = {
@@ -300,7 +298,7 @@ class Evidence:
             }
         inputs = GeneralisedInputs(
             target=target,
-            affinity=affinities(target, sorted(chips), evidence.reaches, settings),
+            affinity=Affinities(target, evidence.reaches, settings),
             stats=stats,
             outcome_weights=outcome_weights or {},
             reaches=evidence.space_reaches,
