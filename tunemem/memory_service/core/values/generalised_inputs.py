@@ -56,7 +56,6 @@ class _Reaches:
     lessons: dict[str, ConfigLesson]
     reaches: dict[str, dict[str, float]]
     pooled: dict[str, dict[str, SourceReach]]
-    effects: dict[str, dict[str, float]]
     space_reaches: PerSpace
     space_effects: PerSpace
     spaces: list[RecordedSpace]
@@ -157,13 +156,11 @@ class Evidence:
         with self._lock:
             columns = dict(self._columns)
         space_effects = setting_space_effects(settings, spaces, columns)
-        effects = {lid: per_chip(rows) for lid, rows in space_effects.items()}
         built = _Reaches(
             signature,
             lessons,
             reaches,
             source_reaches(lessons.values(), reaches),
-            effects,
             space_reaches,
             space_effects,
             spaces,
