@@ -34,8 +34,7 @@ def ingest(
         str,
         typer.Option(
             "--format",
-            help="auto, native, kerneltuner, t4, vllm-moe, kernelbench-timing, "
-            "kernelbench-run, triton-autotune, openevolve",
+            help=", ".join(["auto", *READERS]),  # the readers' registry, in detection order
         ),
     ] = "auto",
     batch_size: Annotated[int | None, typer.Option(help="trajectories per commit")] = None,

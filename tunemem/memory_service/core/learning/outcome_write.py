@@ -191,7 +191,7 @@ def answer(
             recorded.scope_chain,
             recorded.ranking,
             toolchains,
-        )
+        ).ranking
     which = estimator_of(recorded.ranking, context.get("chip_id"))
     return ReportResponse(
         outcome_id=recorded.outcome_id,

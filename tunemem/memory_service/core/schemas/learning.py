@@ -3,6 +3,7 @@ their breakdown) and a lesson's outcome history. Bounded at the door as `schemas
 
 from __future__ import annotations
 
+from dataclasses import fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -22,6 +23,7 @@ from tunemem.memory_service.core.schemas.transfer import (
     ToolchainBreakdown,
 )
 from tunemem.memory_service.core.schemas.values import Estimator
+from tunemem.retrieval.ranking import RankedLesson
 
 
 class TaskIn(Inbound):
@@ -103,6 +105,15 @@ class Breakdown(BaseModel):
     toolchain: ToolchainBreakdown | None = Field(
         None, description="present when the query's context names its toolchain"
     )
+
+    @classmethod
+    def of(cls, ranked: RankedLesson, estimator: Estimator) -> Breakdown:
+        """The breakdown of one ranked lesson: every field of the ranking's record, by the same
+        name (a test holds the two together), and which estimate its value is."""
+        shown = {
+            f.name: getattr(ranked, f.name) for f in fields(ranked) if f.name in cls.model_fields
+        }
+        return cls(**shown, estimator=estimator)
 
 
 class RetrievedLesson(BaseModel):
