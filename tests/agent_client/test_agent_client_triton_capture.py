@@ -228,3 +228,50 @@ def test_a_triton_without_the_listener_is_said_plainly(monkeypatch):
         capture = TritonCapture("http://memory", client=Uploads()).install()
     assert not capture.active and "cannot be captured" in capture.reason
     assert triton_capture._INSTALLED.count(capture) == 0
+
+
+def test_captured_autotunes_serve_the_next_key_on_the_next_gpu_through_prune_configs_by():
+    """Two keys captured on one GPU (an H200, SYNTHETIC timings); a third key on another GPU
+    (an H100) times only the memory's best two, and they hold the captured best."""
+    from tunemem.bench.common.memory_server import LiveService
+    from tunemem.capture import prune_configs_by
+
+    live = LiveService({"index": "memory", "embedder": "hashing", "dedup_threshold": 1.0})
+    try:
+        h200 = {"chip": "h200", "chip_raw": "NVIDIA H200", "backend": "cuda"}
+        capture = TritonCapture(live.url, context=h200).install()
+        x = torch.zeros(10)
+        captured = autotuned(RecordedLaunch())
+        for n in (1000, 8000):
+            captured.run(x, torch.empty_like(x), n)
+        assert capture.flush(30.0) and capture.sent == 2
+        capture.uninstall()
+
+        h100 = {"chip": "h100", "backend": "cuda"}
+        pruning = prune_configs_by(live.url, top_k=2, context=h100)
+        timed: dict = {}
+        launch = RecordedLaunch()
+        kernel = autotuned(launch, timed)
+        kernel.early_config_prune = pruning["early_config_prune"]
+        kernel.run(x, torch.empty_like(x), 3000)
+        decision = pruning["early_config_prune"].last_decision("negate")
+        assert decision["how"] == "memory" and decision["timed"] == 2
+        assert len(timed["calls"]) == 2  # Triton timed only what the memory kept
+        assert kernel.cache[(3000, "torch.float32", "torch.float32")].kwargs == {"BLOCK": 256}
+    finally:
+        live.close()
+
+
+def test_prune_configs_by_without_a_memory_keeps_every_configuration():
+    from tunemem.capture import prune_configs_by
+
+    pruning = prune_configs_by(closed_port_url(), top_k=2, timeout_s=1.0)
+    timed: dict = {}
+    kernel = autotuned(RecordedLaunch(), timed)
+    kernel.early_config_prune = pruning["early_config_prune"]
+    x = torch.zeros(10)
+    with pytest.warns(UserWarning, match="unavailable"):
+        kernel.run(x, torch.empty_like(x), 10)
+    assert len(timed["calls"]) == 6
+    with pytest.raises(ValueError, match="top_k"):
+        prune_configs_by("http://memory", top_k=0)
