@@ -1,0 +1,215 @@
+"""What `tunemem capture` costs the program: time on the program's thread per autotune.
+
+`python -m tunemem.bench.studies.capture_overhead [--keys 200] [--configs 6 96] [--reps 5]
+[--out bench/results/capture]` runs Triton's own `Autotuner` (the compiled path, not the
+interpreter) on the CPU over a real `JITFunction` that is never launched: `do_bench` answers
+at once with a fixed timing, so what is left of each autotune is Triton's own bookkeeping and,
+when on, the listener. Three arms, interleaved in each repetition, each over `--keys` new keys:
+no capture; the capture with the memory up (a live service on this machine, every upload
+checked as sent); the capture with the memory away (a closed port). Also the listener call
+alone, and the cost of importing the capture into a process that imports Triton (the capture's
+start, paid once per process by `tunemem capture`). Medians over the repetitions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import triton
+import triton.language as tl
+from triton.runtime.autotuner import Autotuner
+from triton.runtime.jit import JITFunction, KernelInterface
+
+from tunemem.bench.common.memory_server import LiveService
+from tunemem.bench.common.results import machine, memory_held, write_result
+
+
+def scale(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(y_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * 2.0, mask=mask)
+
+
+class NoLaunch(KernelInterface):
+    """The kernel as Triton's Autotuner wraps it; launching does nothing."""
+
+    def __init__(self) -> None:
+        self.fn = JITFunction(scale)
+        self.arg_names = self.fn.arg_names
+
+    def run(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def autotuner(configs: int) -> Autotuner:
+    launch = NoLaunch()
+    space = [triton.Config({"BLOCK": 32 * (i + 1)}, num_warps=4) for i in range(configs)]
+    return Autotuner(
+        launch, launch.arg_names, space, ["n"], None, None, do_bench=lambda call, quantiles: [1.0]
+    )
+
+
+def per_autotune_us(configs: int, keys: int, start: int) -> float:
+    """Wall time of one new key's autotune (Triton's run, listener included), in us."""
+    kernel = autotuner(configs)
+    started = time.perf_counter()
+    for n in range(start, start + keys):
+        kernel.run(None, None, n)
+    return (time.perf_counter() - started) / keys * 1e6
+
+
+def listener_us(capture: Any, configs: int, calls: int) -> float:
+    kernel = NoLaunch()
+    space = {triton.Config({"BLOCK": 32 * (i + 1)}, num_warps=4): [1.0] for i in range(configs)}
+    best = next(iter(space))
+    started = time.perf_counter()
+    for n in range(calls):
+        capture(fn=kernel.fn, key=(n,), best_config=best, configs_timings=space, cache_hit=False)
+    return (time.perf_counter() - started) / calls * 1e6
+
+
+def import_ms(code: str, reps: int) -> float:
+    times = []
+    for _ in range(reps):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True)
+        times.append((time.perf_counter() - started) * 1e3)
+    return statistics.median(times)
+
+
+def closed_url() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def run(keys: int, configs: list[int], reps: int) -> dict[str, Any]:
+    from triton import knobs
+
+    from tunemem.agent_client.tuners.triton_capture import TritonCapture
+
+    live = LiveService({"index": "memory", "embedder": "hashing", "dedup_threshold": 1.0})
+    away = closed_url()
+    rows = []
+    try:
+        for size in configs:
+            arms: dict[str, list[float]] = {"off": [], "memory up": [], "memory away": []}
+            alone: dict[str, list[float]] = {"memory up": [], "memory away": []}
+            sent = queued = 0
+            for rep in range(reps):
+                start = (rep + 1) * 1_000_000
+                arms["off"].append(per_autotune_us(size, keys, start))
+                for arm, url in (("memory up", live.url), ("memory away", away)):
+                    capture = TritonCapture(url, timeout_s=2.0, max_pending=100_000).install()
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        arms[arm].append(per_autotune_us(size, keys, start))
+                        alone[arm].append(listener_us(capture, size, keys))
+                        capture.uninstall()
+                        assert knobs.autotuning.listener is None
+                        capture.flush(120.0)
+                    if arm == "memory up":
+                        sent += capture.sent
+                        queued += capture.captured
+            off = statistics.median(arms["off"])
+            rows.append(
+                {
+                    "configs": size,
+                    "per_autotune_us": {a: round(statistics.median(v), 1) for a, v in arms.items()},
+                    "overhead_us": {
+                        a: round(statistics.median(v) - off, 1)
+                        for a, v in arms.items()
+                        if a != "off"
+                    },
+                    "listener_call_us": {
+                        a: round(statistics.median(v), 1) for a, v in alone.items()
+                    },
+                    "uploads_queued_memory_up": queued,
+                    "uploads_sent_memory_up": sent,
+                }
+            )
+    finally:
+        live.close()
+    base = "import triton"
+    with_capture = "import triton; import tunemem.agent_client.tuners.triton_capture"
+    start_ms = {
+        "import triton": round(import_ms(base, reps), 1),
+        "import triton + the capture": round(import_ms(with_capture, reps), 1),
+    }
+    return {"rows": rows, "process_start_ms": start_ms}
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = [
+        "# What `tunemem capture` costs per autotune",
+        "",
+        f"`{result['command']}` on {result['machine']['cpu']} ({result['machine']['cores']} "
+        f"cores), git {result['git']}, Triton {result['triton']}; {result['keys']} new keys per "
+        f"arm and repetition, {result['reps']} repetitions interleaved, medians. Measured, not "
+        "replayed: Triton's own Autotuner on the CPU with a do_bench that answers at once, so "
+        "the times are Triton's bookkeeping plus the listener, not a GPU's benchmarking.",
+        "",
+        "| configurations | no capture (us) | memory up (us) | memory away (us) | "
+        "overhead up / away (us) | listener call up / away (us) | uploads sent |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row in result["rows"]:
+        t, o, c = row["per_autotune_us"], row["overhead_us"], row["listener_call_us"]
+        lines.append(
+            f"| {row['configs']} | {t['off']} | {t['memory up']} | {t['memory away']} | "
+            f"{o['memory up']} / {o['memory away']} | {c['memory up']} / {c['memory away']} | "
+            f"{row['uploads_sent_memory_up']} of {row['uploads_queued_memory_up']} |"
+        )
+    start = result["process_start_ms"]
+    lines += [
+        "",
+        f"Process start (a new Python importing Triton, median of {result['reps']}): "
+        f"{start['import triton']} ms without the capture, "
+        f"{start['import triton + the capture']} ms with it (`tunemem capture` pays this once "
+        "per Python process, when the program imports Triton).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keys", type=int, default=200)
+    parser.add_argument("--configs", type=int, nargs="+", default=[6, 96])
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=Path("bench/results/capture"))
+    args = parser.parse_args(argv)
+    git = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    result: dict[str, Any] = {
+        "command": "python -m tunemem.bench.studies.capture_overhead "
+        + " ".join(argv if argv is not None else sys.argv[1:]),
+        "machine": machine(),
+        "git": git or "unknown",
+        "triton": triton.__version__,
+        "keys": args.keys,
+        "reps": args.reps,
+        "seeds": "none (no randomness)",
+        "replayed_or_measured": "measured (CPU; Triton's Autotuner with an instant do_bench)",
+        "memory_held": memory_held(
+            "none",
+            "the memory-up arm's service starts empty and receives each captured autotune",
+        ),
+        **run(args.keys, args.configs, args.reps),
+    }
+    write_result(args.out, "overhead", result, markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
