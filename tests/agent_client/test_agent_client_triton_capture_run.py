@@ -124,3 +124,14 @@ def test_bad_invocations_say_what_is_wrong(tmp_path):
     ):
         done = subprocess.run([str(TUNEMEM), *args], capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and message in done.stderr, (args, done.stderr)
+
+
+def test_a_program_that_never_imports_triton_loads_nothing_more(tmp_path):
+    script = tmp_path / "plain.py"
+    script.write_text(
+        "import sys\nnames = ('tunemem.capture', 'triton', 'tunemem.agent_client', 'httpx')\n"
+        "print([m for m in names if m in sys.modules])\n"
+    )
+    done = run_captured("http://127.0.0.1:9", script)
+    # The capture is there, waiting for Triton; nothing else of it is loaded.
+    assert done.stdout.strip() == "['tunemem.capture']", done.stdout + done.stderr

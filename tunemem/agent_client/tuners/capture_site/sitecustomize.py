@@ -8,9 +8,9 @@ import sys
 
 def _install() -> None:
     try:
-        from tunemem.agent_client.tuners.triton_capture import capture_from_environment
+        from tunemem.capture import from_environment
 
-        capture_from_environment()
+        from_environment()
     except Exception as exc:  # the program runs without the capture
         print(f"tunemem capture: not capturing ({type(exc).__name__}: {exc})", file=sys.stderr)
 
