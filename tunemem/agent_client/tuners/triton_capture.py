@@ -331,4 +331,3 @@ def capture_triton(memory_url: str, **options: Any) -> TritonCapture:
     """Capture every Triton autotune of this process into the memory at `memory_url`
     (`TritonCapture`'s keyword arguments); returns the installed capture."""
     return TritonCapture(memory_url, **options).install()
-
