@@ -275,3 +275,14 @@ def test_prune_configs_by_without_a_memory_keeps_every_configuration():
     assert len(timed["calls"]) == 6
     with pytest.raises(ValueError, match="top_k"):
         prune_configs_by("http://memory", top_k=0)
+
+
+def test_a_kernel_hooked_to_the_memory_is_not_captured_twice():
+    uploads = Uploads()
+    capture = TritonCapture("http://memory", client=uploads).install()
+    kernel = autotuned(RecordedLaunch())
+    kernel._tunemem = object()  # what the drop-in's hook() leaves on the kernel
+    x = torch.zeros(10)
+    kernel.run(x, torch.empty_like(x), 10)
+    capture.uninstall()
+    assert capture.captured == 0 and capture.skipped_drop_in == 1

@@ -7,7 +7,8 @@ it); the listener only snapshots what Triton gives and queues it, and the memory
 `Reporter` turns it into a trajectory (`triton_capture_records`) and uploads it on a
 background thread, bounded (a full queue drops and counts, a failure warns once and leaves the
 memory alone for `RETRY_AFTER_S`). Nothing the memory does, and no error of the capture's own,
-reaches the program: the listener catches everything.
+reaches the program: the listener catches everything. A kernel already hooked to the memory
+(the `triton.autotune` drop-in, `hook`) reports its own timings and is not captured twice.
 
 Provenance: a cache hit (`cache_hit=True`: Triton read the timings from its disk cache, or one
 configuration was left and none was timed) is not a measurement, so nothing is uploaded for it
@@ -91,6 +92,7 @@ class TritonCapture:
         self.mode = ""  # "listener" or "interpreter" once installed
         self.captured = 0  # autotunes queued for upload
         self.skipped_cache_hits = 0  # autotunes whose timings were not measured
+        self.skipped_drop_in = 0  # autotunes of kernels hooked to the memory already
         self.errors = 0  # listener calls the capture could not read (never raised)
         self.warned: list[str] = []
         self._previous: Any = None
@@ -227,6 +229,9 @@ class TritonCapture:
         if cache_hit:
             self.skipped_cache_hits += 1
             return False
+        if getattr(autotuner, "_tunemem", None) is not None:
+            self.skipped_drop_in += 1  # the drop-in reports its own timings
+            return False
         from tunemem.agent_client.tuners.triton_capture_records import Autotune
 
         tune = Autotune(
@@ -283,6 +288,7 @@ class TritonCapture:
             "sent": self.sent,
             "dropped": self.dropped,
             "skipped_cache_hits": self.skipped_cache_hits,
+            "skipped_drop_in": self.skipped_drop_in,
             "errors": self.errors,
         }
 
