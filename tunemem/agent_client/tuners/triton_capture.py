@@ -32,6 +32,7 @@ import warnings
 from typing import Any
 
 from tunemem.agent_client.tuners.memory_link import MemoryLink, Reporter, brief
+from tunemem.agent_client.tuners.triton_capture_records import Autotune, trajectory
 from tunemem.agent_client.tuners.triton_records import interpreting
 
 # Autotunes queued for upload, at most; past this they are dropped and counted.
@@ -232,8 +233,6 @@ class TritonCapture:
         if getattr(autotuner, "_tunemem", None) is not None:
             self.skipped_drop_in += 1  # the drop-in reports its own timings
             return False
-        from tunemem.agent_client.tuners.triton_capture_records import Autotune
-
         tune = Autotune(
             name=_kernel_name(fn),
             key=tuple(key) if isinstance(key, tuple | list) else (key,),
@@ -249,9 +248,7 @@ class TritonCapture:
             self.captured += 1
         return queued
 
-    def _send(self, tune: Any) -> None:
-        from tunemem.agent_client.tuners.triton_capture_records import trajectory
-
+    def _send(self, tune: Autotune) -> None:
         self.link.upload_trajectories([trajectory(tune, self.context_overrides)])
 
     # -- failures, counts and flushing -----------------------------------------------------

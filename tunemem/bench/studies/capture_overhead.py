@@ -6,9 +6,11 @@ interpreter) on the CPU over a real `JITFunction` that is never launched: `do_be
 at once with a fixed timing, so what is left of each autotune is Triton's own bookkeeping and,
 when on, the listener. Three arms, interleaved in each repetition, each over `--keys` new keys:
 no capture; the capture with the memory up (a live service on this machine, every upload
-checked as sent); the capture with the memory away (a closed port). Also the listener call
-alone, and the cost of importing the capture into a process that imports Triton (the capture's
-start, paid once per process by `tunemem capture`). Medians over the repetitions.
+checked as sent; the service runs in its own process, `tunemem serve` with an in-memory index
+and the hashing embedder, as a memory elsewhere would); the capture with the memory away (a
+closed port). Also the listener call alone (the uploads going to a client that keeps nothing),
+and the cost of importing the capture into a process that imports Triton (the capture's start,
+paid once per process by `tunemem capture`). Medians over the repetitions.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ import triton.language as tl
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction, KernelInterface
 
-from tunemem.bench.common.memory_server import LiveService
 from tunemem.bench.common.results import machine, memory_held, write_result
 
 
@@ -85,6 +86,62 @@ def import_ms(code: str, reps: int) -> float:
     return statistics.median(times)
 
 
+class Discard:
+    """A client that keeps nothing: the listener's own cost, without the network."""
+
+    def upload_trajectories(self, runs: Any) -> dict[str, int]:
+        return {"stored": 0}
+
+
+class ServedMemory:
+    """`tunemem serve` in its own process, on a free port, over a scratch data directory."""
+
+    def __init__(self) -> None:
+        import os
+        import tempfile
+
+        import httpx
+
+        self._dir = tempfile.TemporaryDirectory(prefix="tunemem-capture-bench-")
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        env = {
+            **os.environ,
+            "TUNEMEM_DATA_DIR": self._dir.name,
+            "TUNEMEM_INDEX": "memory",
+            "TUNEMEM_EMBEDDER": "hashing",
+        }
+        env.pop("TUNEMEM_API_KEY", None)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tunemem.memory_service.cli", "serve", "--port", str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("tunemem serve did not start")
+            time.sleep(0.5)
+
+    def trajectories(self) -> int:
+        import httpx
+
+        return int(httpx.get(f"{self.url}/healthz", timeout=30).json()["counts"]["trajectories"])
+
+    def close(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        self._dir.cleanup()
+
+
 def closed_url() -> str:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -97,29 +154,31 @@ def run(keys: int, configs: list[int], reps: int) -> dict[str, Any]:
 
     from tunemem.agent_client.tuners.triton_capture import TritonCapture
 
-    live = LiveService({"index": "memory", "embedder": "hashing", "dedup_threshold": 1.0})
+    live = ServedMemory()
     away = closed_url()
     rows = []
     try:
         for size in configs:
             arms: dict[str, list[float]] = {"off": [], "memory up": [], "memory away": []}
-            alone: dict[str, list[float]] = {"memory up": [], "memory away": []}
+            alone: dict[str, list[float]] = {"queued": []}
             sent = queued = 0
             for rep in range(reps):
                 start = (rep + 1) * 1_000_000
                 arms["off"].append(per_autotune_us(size, keys, start))
                 for arm, url in (("memory up", live.url), ("memory away", away)):
-                    capture = TritonCapture(url, timeout_s=2.0, max_pending=100_000).install()
+                    capture = TritonCapture(url, timeout_s=5.0, max_pending=100_000).install()
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
                         arms[arm].append(per_autotune_us(size, keys, start))
-                        alone[arm].append(listener_us(capture, size, keys))
                         capture.uninstall()
                         assert knobs.autotuning.listener is None
-                        capture.flush(120.0)
+                        capture.flush(300.0)
                     if arm == "memory up":
                         sent += capture.sent
                         queued += capture.captured
+                quiet = TritonCapture("http://discard", client=Discard(), max_pending=100_000)
+                alone["queued"].append(listener_us(quiet, size, keys))
+                quiet.flush(60.0)
             off = statistics.median(arms["off"])
             rows.append(
                 {
@@ -135,6 +194,7 @@ def run(keys: int, configs: list[int], reps: int) -> dict[str, Any]:
                     },
                     "uploads_queued_memory_up": queued,
                     "uploads_sent_memory_up": sent,
+                    "trajectories_the_memory_held_after": live.trajectories(),
                 }
             )
     finally:
@@ -159,14 +219,14 @@ def markdown(result: dict[str, Any]) -> str:
         "the times are Triton's bookkeeping plus the listener, not a GPU's benchmarking.",
         "",
         "| configurations | no capture (us) | memory up (us) | memory away (us) | "
-        "overhead up / away (us) | listener call up / away (us) | uploads sent |",
+        "overhead up / away (us) | listener call alone (us) | uploads sent |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for row in result["rows"]:
         t, o, c = row["per_autotune_us"], row["overhead_us"], row["listener_call_us"]
         lines.append(
             f"| {row['configs']} | {t['off']} | {t['memory up']} | {t['memory away']} | "
-            f"{o['memory up']} / {o['memory away']} | {c['memory up']} / {c['memory away']} | "
+            f"{o['memory up']} / {o['memory away']} | {c['queued']} | "
             f"{row['uploads_sent_memory_up']} of {row['uploads_queued_memory_up']} |"
         )
     start = result["process_start_ms"]
@@ -183,7 +243,7 @@ def markdown(result: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--keys", type=int, default=200)
+    parser.add_argument("--keys", type=int, default=100)
     parser.add_argument("--configs", type=int, nargs="+", default=[6, 96])
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--out", type=Path, default=Path("bench/results/capture"))
@@ -203,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
         "replayed_or_measured": "measured (CPU; Triton's Autotuner with an instant do_bench)",
         "memory_held": memory_held(
             "none",
-            "the memory-up arm's service starts empty and receives each captured autotune",
+            "the memory-up arm's service starts empty and receives each captured autotune "
+            "(SYNTHETIC: every timing 1.0 ms)",
         ),
         **run(args.keys, args.configs, args.reps),
     }
