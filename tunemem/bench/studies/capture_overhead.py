@@ -1,10 +1,14 @@
 """What `tunemem capture` costs the program: time on the program's thread per autotune.
 
-`python -m tunemem.bench.studies.capture_overhead [--keys 200] [--configs 6 96] [--reps 5]
-[--out bench/results/capture]` runs Triton's own `Autotuner` (the compiled path, not the
-interpreter) on the CPU over a real `JITFunction` that is never launched: `do_bench` answers
-at once with a fixed timing, so what is left of each autotune is Triton's own bookkeeping and,
-when on, the listener. Three arms, interleaved in each repetition, each over `--keys` new keys:
+`python -m tunemem.bench.studies.capture_overhead [--keys 40] [--configs 6 96] [--reps 3]
+[--bench-ms 0 1] [--out bench/results/capture]` runs Triton's own `Autotuner` (the compiled
+path, not the interpreter) on the CPU over a real `JITFunction` that is never launched:
+`do_bench` answers with a fixed timing at once (what is left of each autotune is Triton's own
+bookkeeping and, when on, the listener: the capture's worst case) or after a sleep of
+`--bench-ms` per configuration, standing for a GPU's benchmarking, during which the program's
+thread waits with the interpreter lock released (Triton's `do_bench` defaults to 25 ms of
+warm-up and 100 ms of repetitions per configuration). Three arms, interleaved in each
+repetition, each over `--keys` new keys:
 no capture; the capture with the memory up (a live service on this machine, every upload
 checked as sent; the service runs in its own process, `tunemem serve` with an in-memory index
 and the hashing embedder, as a memory elsewhere would); the capture with the memory away (a
@@ -50,17 +54,21 @@ class NoLaunch(KernelInterface):
         return None
 
 
-def autotuner(configs: int) -> Autotuner:
+def autotuner(configs: int, bench_ms: float) -> Autotuner:
     launch = NoLaunch()
     space = [triton.Config({"BLOCK": 32 * (i + 1)}, num_warps=4) for i in range(configs)]
-    return Autotuner(
-        launch, launch.arg_names, space, ["n"], None, None, do_bench=lambda call, quantiles: [1.0]
-    )
+
+    def do_bench(kernel_call: Any, quantiles: Any = None) -> list[float]:
+        if bench_ms:  # the GPU's benchmarking: the program's thread waits, the GIL released
+            time.sleep(bench_ms / 1e3)
+        return [1.0, 1.0, 1.0]
+
+    return Autotuner(launch, launch.arg_names, space, ["n"], None, None, do_bench=do_bench)
 
 
-def per_autotune_us(configs: int, keys: int, start: int) -> float:
+def per_autotune_us(configs: int, keys: int, start: int, bench_ms: float) -> float:
     """Wall time of one new key's autotune (Triton's run, listener included), in us."""
-    kernel = autotuner(configs)
+    kernel = autotuner(configs, bench_ms)
     started = time.perf_counter()
     for n in range(start, start + keys):
         kernel.run(None, None, n)
@@ -149,7 +157,7 @@ def closed_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
-def run(keys: int, configs: list[int], reps: int) -> dict[str, Any]:
+def run(keys: int, configs: list[int], reps: int, bench_ms: list[float]) -> dict[str, Any]:
     from triton import knobs
 
     from tunemem.agent_client.tuners.triton_capture import TritonCapture
@@ -158,18 +166,18 @@ def run(keys: int, configs: list[int], reps: int) -> dict[str, Any]:
     away = closed_url()
     rows = []
     try:
-        for size in configs:
+        for size, wait in [(c, b) for b in bench_ms for c in configs]:
             arms: dict[str, list[float]] = {"off": [], "memory up": [], "memory away": []}
             alone: dict[str, list[float]] = {"queued": []}
             sent = queued = 0
             for rep in range(reps):
                 start = (rep + 1) * 1_000_000
-                arms["off"].append(per_autotune_us(size, keys, start))
+                arms["off"].append(per_autotune_us(size, keys, start, wait))
                 for arm, url in (("memory up", live.url), ("memory away", away)):
                     capture = TritonCapture(url, timeout_s=5.0, max_pending=100_000).install()
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        arms[arm].append(per_autotune_us(size, keys, start))
+                        arms[arm].append(per_autotune_us(size, keys, start, wait))
                         capture.uninstall()
                         assert knobs.autotuning.listener is None
                         capture.flush(300.0)
@@ -183,6 +191,7 @@ def run(keys: int, configs: list[int], reps: int) -> dict[str, Any]:
             rows.append(
                 {
                     "configs": size,
+                    "bench_ms_per_config": wait,
                     "per_autotune_us": {a: round(statistics.median(v), 1) for a, v in arms.items()},
                     "overhead_us": {
                         a: round(statistics.median(v) - off, 1)
@@ -215,17 +224,23 @@ def markdown(result: dict[str, Any]) -> str:
         f"`{result['command']}` on {result['machine']['cpu']} ({result['machine']['cores']} "
         f"cores), git {result['git']}, Triton {result['triton']}; {result['keys']} new keys per "
         f"arm and repetition, {result['reps']} repetitions interleaved, medians. Measured, not "
-        "replayed: Triton's own Autotuner on the CPU with a do_bench that answers at once, so "
-        "the times are Triton's bookkeeping plus the listener, not a GPU's benchmarking.",
+        "replayed: Triton's own Autotuner on the CPU, its do_bench answering at once (Triton's "
+        "bookkeeping only: the worst case for the capture, whose upload thread then competes "
+        "with the program for the interpreter lock) or after a sleep standing for a GPU's "
+        "benchmarking, during which the program's thread waits with the lock released "
+        "(Triton's do_bench defaults to 25 ms of warm-up and 100 ms of repetitions per "
+        "configuration).",
         "",
-        "| configurations | no capture (us) | memory up (us) | memory away (us) | "
-        "overhead up / away (us) | listener call alone (us) | uploads sent |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| configurations | benchmark per configuration (ms) | no capture (us) | memory up (us) "
+        "| memory away (us) | overhead up / away (us) | listener call alone (us) "
+        "| uploads sent |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for row in result["rows"]:
         t, o, c = row["per_autotune_us"], row["overhead_us"], row["listener_call_us"]
         lines.append(
-            f"| {row['configs']} | {t['off']} | {t['memory up']} | {t['memory away']} | "
+            f"| {row['configs']} | {row['bench_ms_per_config']} | {t['off']} "
+            f"| {t['memory up']} | {t['memory away']} | "
             f"{o['memory up']} / {o['memory away']} | {c['queued']} | "
             f"{row['uploads_sent_memory_up']} of {row['uploads_queued_memory_up']} |"
         )
@@ -243,9 +258,16 @@ def markdown(result: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--keys", type=int, default=100)
+    parser.add_argument("--keys", type=int, default=40)
     parser.add_argument("--configs", type=int, nargs="+", default=[6, 96])
-    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument(
+        "--bench-ms",
+        type=float,
+        nargs="+",
+        default=[0.0, 1.0],
+        help="each configuration's benchmark, a sleep (0: instant, Triton's bookkeeping only)",
+    )
     parser.add_argument("--out", type=Path, default=Path("bench/results/capture"))
     args = parser.parse_args(argv)
     git = subprocess.run(
@@ -260,13 +282,14 @@ def main(argv: list[str] | None = None) -> int:
         "keys": args.keys,
         "reps": args.reps,
         "seeds": "none (no randomness)",
-        "replayed_or_measured": "measured (CPU; Triton's Autotuner with an instant do_bench)",
+        "replayed_or_measured": "measured (CPU; Triton's Autotuner, do_bench a sleep or instant)",
         "memory_held": memory_held(
             "none",
             "the memory-up arm's service starts empty and receives each captured autotune "
             "(SYNTHETIC: every timing 1.0 ms)",
         ),
-        **run(args.keys, args.configs, args.reps),
+        "bench_ms": args.bench_ms,
+        **run(args.keys, args.configs, args.reps, args.bench_ms),
     }
     write_result(args.out, "overhead", result, markdown(result))
     return 0
