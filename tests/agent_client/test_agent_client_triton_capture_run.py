@@ -135,3 +135,17 @@ def test_a_program_that_never_imports_triton_loads_nothing_more(tmp_path):
     done = run_captured("http://127.0.0.1:9", script)
     # The capture is there, waiting for Triton; nothing else of it is loaded.
     assert done.stdout.strip() == "['tunemem.capture']", done.stdout + done.stderr
+
+
+def test_the_programs_own_sitecustomize_still_loads(tmp_path):
+    own = tmp_path / "own_site"
+    own.mkdir()
+    (own / "sitecustomize.py").write_text("import builtins\nbuiltins.OWN_SITE = True\n")
+    script = tmp_path / "plain.py"
+    script.write_text("import builtins, sys\nprint(getattr(builtins, 'OWN_SITE', False))\n")
+    env = {**os.environ, "PYTHONPATH": str(own)}
+    command = [str(TUNEMEM), "capture", "--url", "http://127.0.0.1:9", "--"]
+    done = subprocess.run(
+        [*command, sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "True", done.stdout + done.stderr
