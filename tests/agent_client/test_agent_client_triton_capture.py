@@ -286,3 +286,18 @@ def test_a_kernel_hooked_to_the_memory_is_not_captured_twice():
     kernel.run(x, torch.empty_like(x), 10)
     capture.uninstall()
     assert capture.captured == 0 and capture.skipped_drop_in == 1
+
+
+def test_capturing_twice_to_one_memory_sends_each_autotune_once():
+    from tunemem.capture import triton as capture_triton
+
+    uploads = Uploads()
+    first = capture_triton("http://memory", client=uploads)
+    second = capture_triton("http://memory", client=uploads)
+    try:
+        x = torch.zeros(10)
+        autotuned(RecordedLaunch()).run(x, torch.empty_like(x), 10)
+        assert first.flush(5.0)
+    finally:
+        first.uninstall()
+    assert second is first and uploads.calls == 1

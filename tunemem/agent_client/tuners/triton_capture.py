@@ -332,5 +332,10 @@ def _current_device() -> int | None:
 
 def capture_triton(memory_url: str, **options: Any) -> TritonCapture:
     """Capture every Triton autotune of this process into the memory at `memory_url`
-    (`TritonCapture`'s keyword arguments); returns the installed capture."""
+    (`TritonCapture`'s keyword arguments); returns the installed capture, the one already
+    installed for that memory when there is one (`tunemem capture` and a call in the
+    program's code do not send each autotune twice)."""
+    for capture in _INSTALLED:
+        if capture.memory_url.rstrip("/") == memory_url.rstrip("/"):
+            return capture
     return TritonCapture(memory_url, **options).install()
