@@ -149,3 +149,54 @@ def test_the_programs_own_sitecustomize_still_loads(tmp_path):
         [*command, sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0 and done.stdout.strip() == "True", done.stdout + done.stderr
+
+
+def test_a_forked_worker_captures_into_the_memory_too(memory):
+    """A pool worker forked after the capture started (its upload thread is not inherited)."""
+    import torch
+    import triton
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.jit import JITFunction, KernelInterface
+
+    from tunemem.agent_client.client import MemoryClient
+    from tunemem.agent_client.tuners.triton_capture import TritonCapture
+
+    def scale(x_ptr, n, BLOCK: triton.language.constexpr):
+        pass
+
+    class NoLaunch(KernelInterface):
+        def __init__(self):
+            self.fn = JITFunction(scale)
+            self.arg_names = self.fn.arg_names
+
+        def run(self, *args, **kwargs):
+            return None
+
+    def tune(n: int) -> None:
+        launch = NoLaunch()
+        configs = [triton.Config({"BLOCK": b}, num_warps=4) for b in (32, 64)]
+        bench = lambda call, quantiles: [1.0]  # noqa: E731
+        kernel = Autotuner(launch, launch.arg_names, configs, ["n"], None, None, do_bench=bench)
+        kernel.run(torch.zeros(4), n)
+
+    saved = os.environ.pop("TRITON_INTERPRET", None)
+    capture = TritonCapture(memory.url).install()
+    try:
+        tune(1)  # the parent's upload thread runs
+        assert capture.flush(30.0)
+        pid = os.fork()
+        if pid == 0:  # the worker
+            code = 1
+            try:
+                tune(2)
+                code = 0 if capture.flush(30.0) and capture.sent == 1 else 3
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        capture.uninstall()
+        if saved is not None:
+            os.environ["TRITON_INTERPRET"] = saved
+    with MemoryClient(memory.url) as client:
+        assert client.health()["counts"]["trajectories"] == 2

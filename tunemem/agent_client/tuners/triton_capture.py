@@ -26,6 +26,7 @@ so there the capture leaves the knob alone and calls the same listener from arou
 from __future__ import annotations
 
 import atexit
+import os
 import sys
 import threading
 import warnings
@@ -85,6 +86,7 @@ class TritonCapture:
         max_pending: int = MAX_PENDING,
     ) -> None:
         self.memory_url = memory_url
+        self._link_args = (memory_url, api_key, timeout_s, client)
         self.link = MemoryLink(memory_url, api_key, timeout_s=timeout_s, client=client)
         self.reporter = Reporter(self._failed, max_pending=max_pending)
         self.context_overrides = dict(context or {})
@@ -98,6 +100,12 @@ class TritonCapture:
         self.warned: list[str] = []
         self._previous: Any = None
         self._original_run: Any = None
+        self._lock = threading.Lock()
+
+    def _after_fork(self) -> None:
+        url, api_key, timeout_s, client = self._link_args
+        self.link = MemoryLink(url, api_key, timeout_s=timeout_s, client=client)
+        self.reporter = Reporter(self._failed, max_pending=self.reporter.max_pending)
         self._lock = threading.Lock()
 
     # -- installing -------------------------------------------------------------------------
@@ -297,6 +305,16 @@ _INSTALLED: list[TritonCapture] = []
 def _flush_installed() -> None:
     for capture in list(_INSTALLED):
         capture.flush(EXIT_FLUSH_S)
+
+
+def _after_fork_in_child() -> None:
+    """A forked child (a worker pool) inherits the listener but not the upload thread, and
+    must not share the parent's connections: each installed capture starts its own."""
+    for capture in list(_INSTALLED):
+        capture._after_fork()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _calling_autotuner() -> Any:
