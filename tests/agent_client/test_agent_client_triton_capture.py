@@ -301,3 +301,38 @@ def test_capturing_twice_to_one_memory_sends_each_autotune_once():
     finally:
         first.uninstall()
     assert second is first and uploads.calls == 1
+
+
+def test_captured_autotunes_serve_the_drop_in_on_the_next_gpu():
+    """The same, through the drop-in (`hook`): it searches in rounds from what was captured."""
+    from tunemem.bench.common.memory_server import LiveService
+    from tunemem.tuners import hook
+
+    live = LiveService({"index": "memory", "embedder": "hashing", "dedup_threshold": 1.0})
+    try:
+        h200 = {"chip": "h200", "chip_raw": "NVIDIA H200", "backend": "cuda"}
+        capture = TritonCapture(live.url, context=h200).install()
+        x = torch.zeros(10)
+        captured = autotuned(RecordedLaunch())
+        for n in (1000, 8000):
+            captured.run(x, torch.empty_like(x), n)
+        assert capture.flush(30.0) and capture.sent == 2
+        capture.uninstall()
+
+        timed: dict = {}
+        kernel = hook(
+            autotuned(RecordedLaunch(), timed),
+            live.url,
+            top_k=3,
+            op="negate",
+            kernel="negate",
+            context={"chip": "h100", "backend": "cuda"},
+        )
+        kernel.run(x, torch.empty_like(x), 3000)
+        decision = kernel._tunemem.last_decision
+        assert decision["how"] == "memory" and decision["timed"] <= 3
+        assert len(timed["calls"]) <= 3  # Triton timed only what the rounds chose
+        assert kernel.cache[(3000, "torch.float32", "torch.float32")].kwargs == {"BLOCK": 256}
+        assert kernel._tunemem.flush(30.0)
+    finally:
+        live.close()
