@@ -131,3 +131,11 @@ def kernel_accepts(config: dict[str, int]) -> bool:
     """Whether this project's kernel takes the block sizes (powers of two, at least 16)."""
     blocks = (config["BLOCK_SIZE_M"], config["BLOCK_SIZE_N"], config["BLOCK_SIZE_K"])
     return all(b >= 16 and not b & (b - 1) for b in blocks) and config["GROUP_SIZE_M"] >= 1
+
+
+def sglang_version_dir(triton_version: str) -> str:
+    """SGLang's folder for files tuned with a Triton version: `triton_<x_y_z>` under its
+    `configs/` (SGLang's `get_moe_configs`: the version with dots as underscores)."""
+    if not triton_version or "/" in triton_version or triton_version.startswith("."):
+        raise ValueError(f"not a Triton version: {triton_version!r}")
+    return "triton_" + triton_version.replace(".", "_")

@@ -73,6 +73,14 @@ def tune_moe_cmd(
     ] = None,
     budget: Annotated[int, typer.Option(help="configurations timed per batch size")] = 32,
     out: Annotated[Path, typer.Option(help="folder for the config file")] = Path("."),
+    sglang: Annotated[
+        bool,
+        typer.Option(
+            "--sglang",
+            help="SGLang's layout: the file goes into OUT/configs/triton_<x_y_z>/ for the "
+            "installed Triton (then SGLANG_MOE_CONFIG_DIR=OUT)",
+        ),
+    ] = False,
     benchmark: Annotated[
         str | None, typer.Option(help="module:function with vLLM's benchmark_config signature")
     ] = None,
@@ -109,6 +117,10 @@ def tune_moe_cmd(
             raise _fail(f"--replay {replay} has no timings for batch sizes {missing}")
     if budget < 1:
         raise _fail(f"--budget must be at least 1, not {budget}")
+    if sglang:
+        from tunemem.kernels.moe_space import sglang_version_dir
+
+        out = out / "configs" / sglang_version_dir(_triton_version())
     try:
         result = tune_moe(
             shape,
@@ -140,6 +152,18 @@ def tune_moe_cmd(
         console.print(f"M={m}: {len(result.timed[m])} timed, best {found}")
     memory = "with the memory" if result.memory_used else "without a memory (seeded sample)"
     console.print(f"wrote {result.path} ({memory})")
+
+
+def _triton_version() -> str:
+    """The installed Triton's version, as SGLang reads it (`triton.__version__`)."""
+    try:
+        import triton
+    except ImportError as exc:
+        raise _fail(
+            "--sglang names the folder after the installed Triton, and Triton is not "
+            f"installed here ({exc}); `make install-triton` installs it"
+        ) from exc
+    return str(triton.__version__)
 
 
 def _vllm_sizes() -> tuple[int, ...]:
