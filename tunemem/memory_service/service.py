@@ -98,7 +98,11 @@ class MemoryService:
         self._lessons = Lessons(*parts, evidence=evidence)
         self._learning = LearningLoop(*parts, evidence=evidence)
         self._maintenance = Maintenance(*parts)
-        self._models = PerformanceModels(self.store, wait_s=self.settings.model_wait_s)
+        self._models = PerformanceModels(
+            self.store,
+            wait_s=self.settings.model_wait_s,
+            per_tenant=self.settings.model_builds_per_tenant,
+        )
         self._suggestions = Suggestions(
             self._learning,
             model=ModelSuggester(self._models, self.settings.tenant)

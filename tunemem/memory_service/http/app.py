@@ -6,7 +6,6 @@ nothing because the service validates before it writes and writes in one transac
 
 from __future__ import annotations
 
-import threading
 import time
 
 from fastapi import FastAPI
@@ -27,6 +26,7 @@ from tunemem.memory_service.http.errors import (
     BodyLimitMiddleware,
     install_error_handlers,
 )
+from tunemem.memory_service.http.ratelimit import SuggestSlots
 from tunemem.memory_service.http.routes import (
     admin,
     audit,
@@ -88,7 +88,9 @@ def create_app(service: MemoryService) -> FastAPI:
     rate = service.settings.write_rate_per_minute
     app.state.write_quota = SharedWriteQuota(service.engine, rate) if rate > 0 else None
     slots = service.settings.suggest_concurrency
-    app.state.suggest_slots = threading.BoundedSemaphore(slots) if slots > 0 else None
+    app.state.suggest_slots = (
+        SuggestSlots(slots, service.settings.suggest_per_tenant) if slots > 0 else None
+    )
     registry = CollectorRegistry()
     requests_total = Counter(
         "tunemem_requests_total", "HTTP requests", ["route", "status"], registry=registry
