@@ -20,6 +20,7 @@ from prometheus_client import (
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tunemem.memory_service.core.access.quota import SharedWriteQuota
+from tunemem.memory_service.http.deps import ReaderDep
 from tunemem.memory_service.http.docs import install_offline_docs
 from tunemem.memory_service.http.errors import (
     ERROR_RESPONSES,
@@ -106,8 +107,8 @@ def create_app(service: MemoryService) -> FastAPI:
         app.include_router(module.router)
 
     @app.get("/metrics")
-    def metrics() -> Response:
-        """Prometheus metrics."""
+    def metrics(_who: ReaderDep) -> Response:
+        """Prometheus metrics (a keyed server asks for a key, as every route but /healthz)."""
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     return app
