@@ -30,7 +30,9 @@ from typing import Any
 
 from tunemem.agent_client.client import MemoryClient
 from tunemem.agent_client.models import Outcome
-from tunemem.agent_client.tuners.memory_link import MemoryLink, Reporter, usable_suggestions
+from tunemem.agent_client.tuners.kernel_tuner_runner import device_name, kernel_backend
+from tunemem.agent_client.tuners.memory_answers import usable_suggestions
+from tunemem.agent_client.tuners.memory_link import MemoryBusyError, MemoryLink, Reporter
 from tunemem.ingest.chip_context import UNKNOWN_BACKEND, chip_context
 from tunemem.ingest.readers.kerneltuner import op_name
 from tunemem.ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
@@ -46,46 +48,15 @@ from tunemem.retrieval.suggest_search import wide_search_step
 # Rounds in a row whose suggestions are all unusable (outside the space or its restrictions,
 # tried, malformed) before the memory is not asked again.
 IDLE_ROUNDS = 2
+# Rounds answered 429 in a row before the run stops asking a busy memory.
+BUSY_ROUNDS = 5
 # The most valid configurations the service takes in one request (its MAX_VALID): a larger
 # space is sent as its parameters alone, and suggestions outside the restrictions are skipped.
 VALID_SENT_MAX = 50_000
 
 
-# Kernel Tuner's kernel languages and the memory's backends (OpenCL runs on every vendor:
-# the device name has to tell).
-LANG_BACKENDS = {"CUDA": "cuda", "CUPY": "cuda", "NVCUDA": "cuda", "HIP": "hip", "C": "cpu"}
-
-
-def kernel_backend(runner: Any, kernel_options: Any) -> str | None:
-    """The memory's backend of a Kernel Tuner run, from its kernel language: the one the user
-    passed (`lang=`), else the one Kernel Tuner detected from a kernel source it was given (a
-    simulated run has no source, and its detected language says nothing)."""
-    lang = kernel_options.get("lang") if hasattr(kernel_options, "get") else None
-    if not lang:
-        source = getattr(runner, "kernel_source", None)
-        has_source = any(bool(s) for s in getattr(source, "kernel_sources", None) or [])
-        lang = getattr(source, "lang", None) if has_source else None
-    return LANG_BACKENDS.get(str(lang).upper()) if lang else None
-
-
 def _warn(message: str) -> None:
     print(f"tunemem: {message}", file=sys.stderr)
-
-
-def device_name(runner: Any, warn: Callable[[str], None]) -> str | None:
-    """The device Kernel Tuner's runner runs on, as Kernel Tuner names it; None, with one
-    warning, from a runner that names none (Kernel Tuner 1.3's simulation runner has no
-    `get_device_info`): the memory then knows the run by its kernel and size only."""
-    get_info = getattr(runner, "get_device_info", None)
-    device = get_info() if callable(get_info) else getattr(runner, "dev", None)
-    name = getattr(device, "name", None)
-    if isinstance(name, str) and name:
-        return name
-    warn(
-        "Kernel Tuner's runner names no device (Kernel Tuner 1.4 or later does): pass "
-        "chip=... to MemoryStrategy so that the memory knows which GPU this run is on"
-    )
-    return None
 
 
 class MemoryStrategy:
@@ -195,6 +166,7 @@ class _Run:
         self.memory = strategy.client is not None
         self.rounds = 0
         self.idle_rounds = 0
+        self.busy_rounds = 0
         self.reporter = Reporter(self._report_failed)
         self._valid_keys: set[tuple[Any, ...]] | None = None
 
@@ -234,10 +206,19 @@ class _Run:
                 k=self.strategy.k,
                 seed=self.strategy.seed + self.rounds,
             )
+        except MemoryBusyError:  # up but busy: this round is the run's own, the next one asks
+            self.busy_rounds += 1
+            if self.busy_rounds >= BUSY_ROUNDS:
+                self._give_up(
+                    f"the memory answered busy (429) {self.busy_rounds} rounds in a row; "
+                    "own search continues"
+                )
+            return None
         except Exception as exc:  # the memory must never break the user's tuning
             self.reachable = False
             self._give_up(f"the memory is unreachable or refused ({exc}); own search continues")
             return None
+        self.busy_rounds = 0
         self.rounds += 1
         tried = [config_key(self.space, o.config) for o in self.observations]
         valid = self.valid_keys() if self.valid is not None else None

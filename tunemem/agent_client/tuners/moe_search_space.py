@@ -18,7 +18,6 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from tunemem.agent_client.client import RetryPolicy
 from tunemem.agent_client.tuners.moe_memory import MoeMemory, chip_similarities, rank_shipped
 from tunemem.agent_client.tuners.moe_rounds import FALLBACK_SEED, MoeShape
 from tunemem.kernels.moe_space import (
@@ -65,17 +64,17 @@ def search_space(
         raise ValueError(f"batch sizes must be positive integers, not {list(batch_sizes)}")
     if size < 1:
         raise ValueError(f"size must be at least 1, not {size}")
-    retry = RetryPolicy(attempts=2, backoff_s=0.1, max_backoff_s=0.5)
-    memory = (
-        MoeMemory(memory_url, client)
-        if client is not None
-        else MoeMemory(memory_url, api_key=api_key, timeout_s=timeout_s, retry=retry)
+    # The tuners' untrusted-memory policy (`moe_memory`): one deadline per request, no retry.
+    memory = MoeMemory(
+        memory_url if memory_url is not None or client is None else "client",
+        client,
+        api_key=api_key,
+        timeout_s=timeout_s,
     )
     try:
         shipped = memory.shipped()
     finally:
-        if client is None:
-            memory.close()
+        memory.close()
     if not memory.down and not shipped:
         memory.warnings.append("tunemem: the memory holds no shipped fused-MoE file")
     picked: dict[tuple[int, ...], str] = {}

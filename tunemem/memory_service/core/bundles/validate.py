@@ -28,7 +28,7 @@ from tunemem.ingest.records import ERROR_CATEGORIES, stable_hash
 from tunemem.memory_service.core.errors import Conflict, InvalidInput
 from tunemem.memory_service.core.schemas.inbound import Inbound
 from tunemem.memory_service.core.schemas.learning import ContextIn, TaskIn
-from tunemem.memory_service.core.schemas.lessons import FreeJSON, LessonBase, Stage
+from tunemem.memory_service.core.schemas.lessons import FreeJSON, HintIn, LessonBase, Stage
 from tunemem.memory_service.core.schemas.outcomes import Latency
 from tunemem.memory_service.core.sql.tables import Lesson, Retrieval, Trajectory
 
@@ -50,6 +50,7 @@ class _Record(Inbound):
 
 class LessonRow(_Record, LessonBase):
     id: Id
+    hint: HintIn | None = None  # the shapes every other door holds a hint to
     content_hash: str = Field(pattern=r"^[0-9a-f]{16,64}$")
     provenance: FreeJSON = Field(default_factory=dict)
     status: Literal["active", "archived"]
