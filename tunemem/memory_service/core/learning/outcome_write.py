@@ -149,6 +149,8 @@ def record_outcome(
             error=outcome.error,
             reward=reward,
             reporter=request.reporter,
+            origin=outcome.provenance.origin if outcome.provenance else "unstated",
+            device_reported=outcome.provenance.device_reported if outcome.provenance else None,
             idempotency_key=idempotency_key,
             # What a duplicate replays (the outcome id is the row's own); values are
             # estimated anew for every answer.

@@ -158,6 +158,8 @@ class OutcomePublic(BaseModel):
     error: str | None
     reward: float
     reporter: str | None
+    origin: str = Field("unstated", description="how the numbers were obtained")
+    device_reported: str | None = None
     created_at: datetime
 
 
