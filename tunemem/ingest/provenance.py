@@ -103,31 +103,26 @@ def kerneltuner_coverage(
     skipping what the restrictions rule out) and take every declared value of every
     parameter. Anything else (a strategy's run, a sample, an interrupted sweep) is partial.
     """
-    lists = [declared.get(k) for k in keys]
-    if not configs or not all(isinstance(v, list) and v for v in lists):
+    raw = [declared.get(k) for k in keys]
+    if not configs or not all(isinstance(v, list) and v for v in raw):
         return "partial", "the cache declares no parameter values to compare its entries with"
-    total = math.prod(len(v) for v in lists)  # type: ignore[arg-type]
+    lists: list[list[Any]] = [list(v) for v in raw if isinstance(v, list)]
+    total = math.prod(len(v) for v in lists)
     distinct = {tuple(str(c.get(k)) for k in keys) for c in configs}
     if len(distinct) >= total:
         return "complete", f"holds all {total} declared configurations"
     for position, name in enumerate(keys):
         seen = {entry[position] for entry in distinct}
-        if any(str(value) not in seen for value in lists[position]):  # type: ignore[union-attr]
+        if any(str(value) not in seen for value in lists[position]):
             return "partial", (
                 f"holds {len(distinct)} of {total} declared configurations and never "
                 f"takes every value of {name!r}"
             )
     if total > MAX_ENUMERATED:
         return "partial", f"holds {len(distinct)} of {total} declared configurations"
-    order = {
-        tuple(str(v) for v in combo): i
-        for i, combo in enumerate(itertools.product(*lists))  # type: ignore[arg-type]
-    }
-    ranks = [order.get(tuple(str(c.get(k)) for k in keys)) for c in configs]
-    if all(r is not None for r in ranks) and all(
-        a < b  # type: ignore[operator]
-        for a, b in itertools.pairwise(ranks)
-    ):
+    order = {tuple(str(v) for v in combo): i for i, combo in enumerate(itertools.product(*lists))}
+    ranks = [order.get(tuple(str(c.get(k)) for k in keys), -1) for c in configs]
+    if min(ranks) >= 0 and all(a < b for a, b in itertools.pairwise(ranks)):
         return "complete", (
             f"holds {len(distinct)} of {total} declared configurations in Kernel Tuner's "
             "enumeration order, every value of every parameter: a sweep under restrictions"
