@@ -11,7 +11,7 @@ from sqlmodel import select
 from typer.testing import CliRunner
 
 from tunemem.agent_client.tuners import moe, moe_rounds
-from tunemem.agent_client.tuners.moe import MoeShape, NothingTimedError, tune_moe
+from tunemem.agent_client.tuners.moe import MoeShape, tune_moe
 from tunemem.ingest.samples import SAMPLES_DIR
 from tunemem.memory_service.core.sql.tables import Outcome, Trajectory
 
@@ -33,7 +33,7 @@ def test_cli_without_a_gpu_times_nothing_writes_nothing_sends_nothing(
     """The issue's command: --device-name "NVIDIA H100" on a machine with no GPU."""
     from tunemem.memory_service.cli.app import app
 
-    monkeypatch.setattr(moe_rounds, "runtime_device_name", lambda: None)
+    monkeypatch.setattr(moe_rounds, "runtime_device_name", lambda: None, raising=False)
     monkeypatch.setattr(moe, "runtime_device_name", lambda: None, raising=False)
     url, service = live([SAMPLES_DIR / "vllm_fused_moe"])
     before = service.counts()
@@ -52,6 +52,8 @@ def test_a_run_whose_every_configuration_fails_raises_and_sends_nothing(
     live,  # noqa: F811
     tmp_path: Path,
 ) -> None:
+    from tunemem.agent_client.tuners.moe import NothingTimedError
+
     url, service = live([SAMPLES_DIR / "vllm_fused_moe"])
     before = service.counts()
 
