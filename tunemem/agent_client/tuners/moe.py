@@ -161,8 +161,8 @@ def tune_moe(
             must be a writable folder).
         seed: the seed of the rounds' random choices.
         api_key, timeout_s: the memory's key and the deadline of each request to it.
-        replayed: `benchmark` answers from a recording (`kernels.moe_recorded`): the run is
-            stored as replayed, never as a measurement on `device_name`.
+        replayed: `benchmark` answers from a recording: the run is stored as replayed, never
+            as a measurement on `device_name` (implied for `kernels.moe_recorded`'s functions).
 
     Raises:
         ValueError: bad input (a batch size, the budget, a configuration of `space` outside
@@ -176,6 +176,7 @@ def tune_moe(
     if budget < 1:
         raise ValueError(f"budget must be at least 1, not {budget}")
     pool = _checked_space(space) if space is not None else full_space()
+    replayed = replayed or getattr(benchmark, "recording", None) is not None
     device, provenance = _provenance(benchmark, device_name, replayed)
     if out is not None:
         check_out(out)
