@@ -5,7 +5,7 @@ so that a replay, a simulation or a shipped file is never taken for a timing on 
 
 - `origin`: `measured` (timed now, on the device the runtime reported: `device_reported`),
   `recorded` (read from a file of measurements someone took: a Kernel Tuner cache, a Triton
-  autotune cache, KernelBench timings), `replayed` (a tool answered from such a recording
+  autotune cache, a Helion autotune log, KernelBench timings), `replayed` (a tool answered from such a recording
   instead of timing: the agent's `--task`, `tune moe --replay`), `simulated` (Kernel Tuner's
   simulation mode), `shipped` (a configuration file a project ships, without its timings:
   vLLM's fused-MoE configs), `hand-entered` (typed by a person: `tunemem report`), or
@@ -87,6 +87,7 @@ READER_ORIGINS = {
     "kernelbench-timing": "recorded",
     "kernelbench-run": "recorded",
     "openevolve": "recorded",
+    "helion-autotune": "recorded",
     "vllm-moe": "shipped",
 }
 
