@@ -5,11 +5,11 @@ so that a replay, a simulation or a shipped file is never taken for a timing on 
 
 - `origin`: `measured` (timed now, on the device the runtime reported: `device_reported`),
   `recorded` (read from a file of measurements someone took: a Kernel Tuner cache, a Triton
-  autotune cache, a Helion autotune log, KernelBench timings), `replayed` (a tool answered from such a recording
-  instead of timing: the agent's `--task`, `tune moe --replay`), `simulated` (Kernel Tuner's
-  simulation mode), `shipped` (a configuration file a project ships, without its timings:
-  vLLM's fused-MoE configs), `hand-entered` (typed by a person: `tunemem report`), or
-  `unstated` (a client or a row from before provenance was kept);
+  autotune cache, a Helion autotune log, KernelBench timings), `replayed` (a tool answered
+  from such a recording instead of timing: the agent's `--task`, `tune moe --replay`),
+  `simulated` (Kernel Tuner's simulation mode), `shipped` (a configuration file a project
+  ships, without its timings: vLLM's fused-MoE configs), `hand-entered` (typed by a person:
+  `tunemem report`), or `unstated` (a client or a row from before provenance was kept);
 - `coverage` (trajectories): `complete`, a whole recorded search space (every valid
   configuration timed), or `partial`, a run that timed some of them; `unstated` as above.
   An outcome is one attempt and has no coverage.
