@@ -81,8 +81,6 @@ def agent_run(
 
     if runner not in RUNNERS:
         fail(f"unknown runner {runner!r}; valid: {', '.join(RUNNERS)}")
-    if url is not None and not url.startswith(("http://", "https://")):
-        fail(f"--url takes the memory's address, such as http://127.0.0.1:8000, not {url!r}")
     settings = settings_for()
     show = None if as_json else _printer(format_attempt)
     common = {
