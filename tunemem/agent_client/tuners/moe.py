@@ -177,9 +177,9 @@ def tune_moe(
         raise ValueError(f"budget must be at least 1, not {budget}")
     pool = _checked_space(space) if space is not None else full_space()
     replayed = replayed or getattr(benchmark, "recording", None) is not None
-    device, provenance = _provenance(benchmark, device_name, replayed)
     if out is not None:
         check_out(out)
+    device, provenance = _provenance(benchmark, device_name, replayed)
     memory = MoeMemory(
         memory_url if memory_url is not None or client is None else "client",
         client,
