@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from tunemem.ingest.provenance import device_contradiction, provenance_problem
 from tunemem.ingest.records import ERROR_CATEGORIES, AttemptRecord, TrajectoryRecord
 from tunemem.ingest.sources import is_number
 
@@ -308,6 +309,8 @@ def record_problem(record: TrajectoryRecord) -> str | None:
         return "evidence must be an object and synthetic true/false"
     return (
         _moe_shape_problem(task.op, task.signature)
+        or provenance_problem(record.provenance)
+        or device_contradiction(ctx.chip, record.provenance.device_reported)
         or json_problem(task.signature, "task.signature")
         or json_problem(record.evidence, "evidence")
         or json_problem(ctx.toolchain, "context.toolchain")

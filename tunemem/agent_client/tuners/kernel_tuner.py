@@ -23,17 +23,22 @@ such the memory is not asked again.
 from __future__ import annotations
 
 import random
-import sys
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from tunemem.agent_client.client import MemoryClient
 from tunemem.agent_client.models import Outcome
-from tunemem.agent_client.tuners.kernel_tuner_runner import device_name, kernel_backend
+from tunemem.agent_client.tuners.kernel_tuner_runner import (
+    device_name,
+    kernel_backend,
+    reported_device_name,
+    warn_stderr,
+)
 from tunemem.agent_client.tuners.memory_answers import usable_suggestions
 from tunemem.agent_client.tuners.memory_link import MemoryBusyError, MemoryLink, Reporter
 from tunemem.ingest.chip_context import UNKNOWN_BACKEND, chip_context
+from tunemem.ingest.provenance import Provenance
 from tunemem.ingest.readers.kerneltuner import op_name
 from tunemem.ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
 from tunemem.retrieval.suggest import (
@@ -53,10 +58,6 @@ BUSY_ROUNDS = 5
 # The most valid configurations the service takes in one request (its MAX_VALID): a larger
 # space is sent as its parameters alone, and suggestions outside the restrictions are skipped.
 VALID_SENT_MAX = 50_000
-
-
-def _warn(message: str) -> None:
-    print(f"tunemem: {message}", file=sys.stderr)
 
 
 class MemoryStrategy:
@@ -91,7 +92,7 @@ class MemoryStrategy:
         upload: bool = True,
         timeout_s: float = 10.0,
         client: MemoryClient | None = None,
-        warn: Callable[[str], None] = _warn,
+        warn: Callable[[str], None] = warn_stderr,
     ) -> None:
         if not 1 <= k <= 100:
             raise ValueError(f"k must be between 1 and 100, not {k}")
@@ -151,7 +152,17 @@ class _Run:
             "kernel": self.kernel,
             "signature": {"problem_size": problem, "tune_params_keys": self.names},
         }
-        device = strategy.chip or device_name(runner, strategy.warn)
+        reported = (
+            reported_device_name(runner) if strategy.chip else device_name(runner, strategy.warn)
+        )
+        device = strategy.chip or reported
+        # Simulation mode answers from a cache file: nothing is timed, and the device it
+        # names ("Simulation", or the cache's) is no runtime's report.
+        simulated = bool(getattr(runner, "simulation_mode", False))
+        self.origin, self.device_reported = (
+            ("simulated", None) if simulated else ("measured", reported)
+        )
+        self.space_size = int(getattr(searchspace, "size", 0) or 0)
         # Kernel Tuner reports some devices by an empty name or a gfx target (AMD GPUs under
         # HIP, every simulated run): the backend then comes from the kernel language, so the
         # run is stored as an unknown chip of that backend instead of being refused.
@@ -323,6 +334,7 @@ class _Run:
                 latency_ms=latency_ms,
                 best_before_ms=self.best_ms,
                 error=kind,
+                provenance={"origin": self.origin, "device_reported": self.device_reported},
             )
             self.reporter.submit(lambda: self._report(retrieval_id, outcome, used))
         if latency_ms is not None and (self.best_ms is None or latency_ms < self.best_ms):
@@ -373,8 +385,14 @@ class _Run:
             ),
             attempts=self.attempts,
             evidence={"tool": "kernel_tuner", "strategy": "tunemem", "sources": self.sources},
+            provenance=Provenance(self.origin, self.coverage(), self.device_reported),
         )
         return record.to_dict()
+
+    def coverage(self) -> str:
+        """complete when the run evaluated every valid configuration, else partial."""
+        whole = self.space_size and len(set(self.keys())) >= self.space_size
+        return "complete" if whole else "partial"
 
     def keys(self) -> Sequence[tuple[Any, ...]]:
         """The evaluated configurations in order (as tuples of the space's values)."""

@@ -4,6 +4,7 @@ kernel language) and the device's name (from the runner, where it names one).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -24,15 +25,32 @@ def kernel_backend(runner: Any, kernel_options: Any) -> str | None:
     return LANG_BACKENDS.get(str(lang).upper()) if lang else None
 
 
+def warn_stderr(message: str) -> None:
+    """The strategy's default warning: one line on standard error."""
+    print(f"tunemem: {message}", file=sys.stderr)
+
+
+def reported_device_name(runner: Any) -> str | None:
+    """The device name Kernel Tuner's runner reports, or None."""
+    get_info = getattr(runner, "get_device_info", None)
+    device = get_info() if callable(get_info) else getattr(runner, "dev", None)
+    name = getattr(device, "name", None)
+    return name if isinstance(name, str) and name else None
+
+
 def device_name(runner: Any, warn: Callable[[str], None]) -> str | None:
     """The device Kernel Tuner's runner runs on, as Kernel Tuner names it; None, with one
     warning, from a runner that names none (Kernel Tuner 1.3's simulation runner has no
     `get_device_info`): the memory then knows the run by its kernel and size only."""
-    get_info = getattr(runner, "get_device_info", None)
-    device = get_info() if callable(get_info) else getattr(runner, "dev", None)
-    name = getattr(device, "name", None)
-    if isinstance(name, str) and name:
+    name = reported_device_name(runner)
+    if name:
         return name
+    if getattr(runner, "simulation_mode", False):
+        warn(
+            "Kernel Tuner's simulation runner names no device: pass chip=... to "
+            "MemoryStrategy so that the memory knows which GPU the cache was recorded on"
+        )
+        return None
     warn(
         "Kernel Tuner's runner names no device (Kernel Tuner 1.4 or later does): pass "
         "chip=... to MemoryStrategy so that the memory knows which GPU this run is on"

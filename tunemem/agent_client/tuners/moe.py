@@ -35,10 +35,11 @@ from tunemem.agent_client.tuners.moe_rounds import (
     MoeShape,
     Run,
     default_benchmark,
-    default_device_name,
     first_round,
     later_round,
+    runtime_device_name,
 )
+from tunemem.ingest.provenance import device_contradiction
 from tunemem.kernels.moe_space import (
     PARAMS,
     VLLM_BATCH_SIZES,
@@ -49,7 +50,37 @@ from tunemem.kernels.moe_space import (
     full_space,
 )
 
-__all__ = ["FALLBACK_SEED", "Benchmark", "MoeShape", "MoeTuning", "tune_moe"]
+__all__ = ["FALLBACK_SEED", "Benchmark", "MoeShape", "MoeTuning", "NothingTimedError", "tune_moe"]
+
+
+class NothingTimedError(ValueError):
+    """No configuration of any batch size timed: no file is written and nothing was sent."""
+
+
+def _provenance(
+    benchmark: Benchmark | None, device_name: str | None, replayed: bool
+) -> tuple[str, dict[str, Any]]:
+    """(the device the file is for, how the run's timings are obtained), or ValueError when
+    nothing can be timed here or the runtime contradicts the device named."""
+    if replayed:
+        if not device_name:
+            raise ValueError("a replay names no GPU: give device_name (the recording's GPU)")
+        return device_name, {"origin": "replayed", "device_reported": None}
+    runtime = runtime_device_name()
+    if benchmark is None and runtime is None:
+        raise ValueError(
+            "no GPU here: this project's kernel times on a CUDA GPU; nothing can be timed "
+            "(give a recorded landscape with --replay, or --benchmark module:function)"
+        )
+    device = device_name or runtime
+    if device is None:
+        raise ValueError("no GPU here: give device_name (vLLM's file name carries it)")
+    if runtime is not None:
+        problem = device_contradiction(device, runtime)
+        if problem:
+            raise ValueError(f"{problem}; leave device_name out to tune this GPU")
+    return device, {"origin": "measured", "device_reported": runtime}
+
 
 DEFAULT_BUDGET = 32  # configurations timed per batch size (vLLM's tuner times 1,920)
 FIRST_ROUND = 8
@@ -109,6 +140,7 @@ def tune_moe(
     seed: int = 0,
     api_key: str | None = None,
     timeout_s: float = 10.0,
+    replayed: bool = False,
 ) -> MoeTuning:
     """Tune every batch size in rounds with the memory; write vLLM's file into `out` if given.
 
@@ -129,10 +161,14 @@ def tune_moe(
             must be a writable folder).
         seed: the seed of the rounds' random choices.
         api_key, timeout_s: the memory's key and the deadline of each request to it.
+        replayed: `benchmark` answers from a recording: the run is stored as replayed, never
+            as a measurement on `device_name` (implied for `kernels.moe_recorded`'s functions).
 
     Raises:
         ValueError: bad input (a batch size, the budget, a configuration of `space` outside
-            vLLM's space, an `out` that is no writable folder), before anything is timed.
+            vLLM's space, an `out` that is no writable folder), before anything is timed; no
+            GPU here and no `benchmark`; a `device_name` this GPU's runtime contradicts.
+        NothingTimedError: every configuration failed (nothing written, nothing sent).
     """
     sizes = sorted({int(m) for m in batch_sizes})
     if not sizes or sizes[0] < 1:
@@ -140,9 +176,10 @@ def tune_moe(
     if budget < 1:
         raise ValueError(f"budget must be at least 1, not {budget}")
     pool = _checked_space(space) if space is not None else full_space()
+    replayed = replayed or getattr(benchmark, "recording", None) is not None
     if out is not None:
         check_out(out)
-    device = device_name or default_device_name()
+    device, provenance = _provenance(benchmark, device_name, replayed)
     memory = MoeMemory(
         memory_url if memory_url is not None or client is None else "client",
         client,
@@ -171,6 +208,7 @@ def tune_moe(
             seed,
             context,
         )
+        run.provenance = provenance
         sims = chip_similarities(device, {e.chip for e in shipped}) if shipped else {}
         for m in sizes:
             run.time_round(m, first_round(run, m, shipped, sims, min(FIRST_ROUND, budget)), 1)
@@ -187,6 +225,13 @@ def tune_moe(
                     run.exhausted.add(m)
                     continue
                 run.time_round(m, picks, round_no)
+        if not run.any_timed():
+            errors = [r["error"] for rows in run.timed.values() for r in rows if r["error"]]
+            raise NothingTimedError(
+                f"nothing was timed on {device}: all {len(errors)} configurations failed "
+                f"(the first: {errors[0] if errors else 'none tried'}); no file written, "
+                "nothing sent to the memory"
+            )
         result = MoeTuning(shape, device, sizes, run.timed, bool(shipped), list(memory.warnings))
         if out is not None:
             result.write(out)

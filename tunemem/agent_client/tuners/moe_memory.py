@@ -304,9 +304,11 @@ class MoeMemory:
         context: dict[str, Any],
         timed: list[dict[str, Any]],
         evidence: dict[str, Any],
+        provenance: dict[str, Any] | None = None,
     ) -> None:
         """One round of one batch size back to the memory: outcomes of the suggestions that
-        were timed (against their retrieval), then the round as a trajectory."""
+        were timed (against their retrieval), then the round as a trajectory; `provenance`
+        ({origin, device_reported}) says how the timings were obtained."""
         if self.down or self.link is None or not timed:
             return
         try:
@@ -320,11 +322,12 @@ class MoeMemory:
                         latency_ms=row["us"] / 1e3 if ok else None,
                         best_before_ms=best / 1e3 if best is not None else None,
                         error=None if ok else (row.get("error") or "failed")[:200],
+                        provenance=dict(provenance) if provenance else None,
                     )
                     self.link.report(row["retrieval_id"], outcome, used=row["lessons"])
                 if row["us"] is not None:
                     best = row["us"] if best is None else min(best, row["us"])
-            self.link.upload_trajectories([trajectory(task, context, timed, evidence)])
+            self.link.upload_trajectories([trajectory(task, context, timed, evidence, provenance)])
             self.sent += 1
         except Exception as exc:
             self.failed_reports += 1
@@ -340,6 +343,7 @@ def trajectory(
     context: dict[str, Any],
     timed: list[dict[str, Any]],
     evidence: dict[str, Any],
+    provenance: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One round of one batch size as a native trajectory record (latencies in ms)."""
     attempts = []
@@ -375,4 +379,6 @@ def trajectory(
             **{k: v for k, v in evidence.items() if k != "best_before_us"},
         },
         "synthetic": False,
+        # One round times a few configurations of the batch size: a partial run.
+        "provenance": {**(provenance or {"origin": "unstated"}), "coverage": "partial"},
     }

@@ -56,15 +56,23 @@ def grid_distance(a: dict[str, int], b: dict[str, int]) -> float:
     return total
 
 
-def default_device_name() -> str:
+def runtime_device_name() -> str | None:
+    """The GPU torch reports in this process, or None (no torch, no GPU)."""
     try:
         import torch
 
         if torch.cuda.is_available():
-            return torch.cuda.get_device_name()
+            return str(torch.cuda.get_device_name())
     except ImportError:
         pass
-    raise ValueError("no GPU here: give device_name (vLLM's file name carries it)")
+    return None
+
+
+def default_device_name() -> str:
+    name = runtime_device_name()
+    if name is None:
+        raise ValueError("no GPU here: give device_name (vLLM's file name carries it)")
+    return name
 
 
 def default_benchmark() -> Benchmark:
@@ -93,6 +101,10 @@ class Run:
         self.pool = pool
         self.pool_keys = {config_key(c) for c in pool}
         self.context = context
+        self.provenance: dict[str, Any] = {"origin": "unstated", "device_reported": None}
+        # Rounds in which nothing has timed yet anywhere in the run wait here: a run that
+        # times nothing (no GPU, a broken kernel) uploads nothing.
+        self.held: list[tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]] = []
         self.timed: dict[int, list[dict[str, Any]]] = {m: [] for m in batch_sizes}
         self.seen: dict[int, set[tuple[int, ...]]] = {m: set() for m in batch_sizes}
         self.exhausted: set[int] = set()
@@ -174,7 +186,15 @@ class Run:
             "device": self.device_name,
             "best_before_us": min(before) if before else None,
         }
-        self.memory.report(self.task(m), self.context, rows, evidence)
+        self.held.append((self.task(m), rows, evidence))
+        if self.any_timed():
+            for task, held_rows, held_evidence in self.held:
+                self.memory.report(task, self.context, held_rows, held_evidence, self.provenance)
+            self.held.clear()
+
+    def any_timed(self) -> bool:
+        """Whether any configuration of any batch size has timed in this run."""
+        return any(r["us"] is not None for rows in self.timed.values() for r in rows)
 
 
 def _dtype_arg(shape: MoeShape) -> Any:

@@ -85,13 +85,17 @@ def tune_moe_cmd(
         str | None, typer.Option(help="module:function with vLLM's benchmark_config signature")
     ] = None,
     replay: Annotated[
-        Path | None, typer.Option(help="time from a recorded landscape (tunemem.kernels.moe_sweep)")
+        Path | None,
+        typer.Option(
+            help="time from a recorded landscape (tunemem.kernels.moe_sweep); stored as "
+            "replayed, with --device-name the recording's GPU"
+        ),
     ] = None,
     seed: Annotated[int, typer.Option(help="seed of the rounds' random choices")] = 0,
     json_out: Annotated[bool, typer.Option("--json", help="print the run as JSON")] = False,
 ) -> None:
     """Tune every batch size in rounds with the memory; write vLLM's file into --out."""
-    from tunemem.agent_client.tuners.moe import MoeShape, tune_moe
+    from tunemem.agent_client.tuners.moe import MoeShape, NothingTimedError, tune_moe
 
     if dtype not in DTYPE_ALIASES:
         raise _fail(f"--dtype must be one of bfloat16, bf16, fp8_w8a8, fp8, not {dtype!r}")
@@ -133,7 +137,10 @@ def tune_moe_cmd(
             space=space,
             out=out,
             seed=seed,
+            replayed=replay is not None,
         )
+    except NothingTimedError as exc:
+        raise _fail(str(exc), code=1) from exc
     except ValueError as exc:
         raise _fail(str(exc)) from exc
     if json_out:

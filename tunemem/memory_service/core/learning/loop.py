@@ -21,6 +21,7 @@ from tunemem.memory_service.core.learning.context_notes import context_warnings
 from tunemem.memory_service.core.learning.outcome_write import answer, record_outcome, task_key
 from tunemem.memory_service.core.learning.transfer_text import transfer_fields
 from tunemem.memory_service.core.lessons.part import get_row, value_rows
+from tunemem.memory_service.core.lessons.source_runs import source_runs
 from tunemem.memory_service.core.schemas.learning import (
     Breakdown,
     ContextIn,
@@ -31,7 +32,7 @@ from tunemem.memory_service.core.schemas.learning import (
     RetrieveResponse,
     TaskIn,
 )
-from tunemem.memory_service.core.schemas.lessons import Applicability
+from tunemem.memory_service.core.schemas.lessons import Applicability, SourceRunPublic
 from tunemem.memory_service.core.schemas.outcomes import ReportRequest, ReportResponse
 from tunemem.memory_service.core.schemas.values import Estimator
 from tunemem.memory_service.core.settings import Settings
@@ -146,7 +147,10 @@ class LearningLoop:
                 )
             }
             which = estimator_of(ranking, chip)
-            lessons = [self._retrieved(rows[r.lesson_id], r, backend, chip, which) for r in ranked]
+            runs = source_runs(session, rows.values())
+            lessons = [
+                self._retrieved(rows[r.lesson_id], r, backend, chip, which, runs) for r in ranked
+            ]
             lessons = toolchains.annotate(lessons, undiscounted) if toolchains else lessons
             settings_echo = {**echo(ranking), "k_recall_used": n_recall, "pool": len(admitted)}
         retrieval_id = str(uuid.uuid4())
@@ -183,6 +187,7 @@ class LearningLoop:
         target_backend: str | None,
         target_chip: str | None,
         estimator: Estimator,
+        runs: dict[str, SourceRunPublic],
     ) -> RetrievedLesson:
         return RetrievedLesson(
             **transfer_fields(row, target_backend, target_chip),
@@ -194,7 +199,9 @@ class LearningLoop:
             applicability=Applicability(**row.applicability),
             score=ranked.score,
             warning=row.kind == "failure",
-            breakdown=Breakdown.of(ranked, estimator),
+            breakdown=Breakdown.of(ranked, estimator).model_copy(
+                update={"source_run": runs.get(row.id)}
+            ),
         )
 
     # ---------------------------------------------------------------- outcomes

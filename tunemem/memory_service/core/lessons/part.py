@@ -24,6 +24,7 @@ from tunemem.memory_service.core.lessons.filters import (
     naming_chip,
 )
 from tunemem.memory_service.core.lessons.listings import in_context, stale_page, valued_lessons
+from tunemem.memory_service.core.lessons.source_runs import source_runs
 from tunemem.memory_service.core.schemas.lessons import (
     LessonCreate,
     LessonDetail,
@@ -263,7 +264,10 @@ class Lessons:
             values = value_rows(session, row.id)
             contexts = in_context(session, row.id, values, self.settings, self.evidence, tenant)
             return LessonDetail(
-                **lesson_rows.to_public(row).model_dump(), values=values, in_context=contexts
+                **lesson_rows.to_public(row).model_dump(),
+                values=values,
+                in_context=contexts,
+                source_run=source_runs(session, [row]).get(row.id),
             )
 
     def update_lesson(

@@ -15,6 +15,7 @@ from tunemem.memory_service.core.schemas.lessons import (
     Applicability,
     FreeJSON,
     LessonKind,
+    SourceRunPublic,
     Stage,
     ValuePublic,
 )
@@ -105,6 +106,11 @@ class Breakdown(BaseModel):
     toolchain: ToolchainBreakdown | None = Field(
         None, description="present when the query's context names its toolchain"
     )
+    source_run: SourceRunPublic | None = Field(
+        None,
+        description="how the run the lesson was distilled from was measured (origin, coverage, "
+        "the device the runtime reported); null: no stored run",
+    )
 
     @classmethod
     def of(cls, ranked: RankedLesson, estimator: Estimator) -> Breakdown:
@@ -158,6 +164,8 @@ class OutcomePublic(BaseModel):
     error: str | None
     reward: float
     reporter: str | None
+    origin: str = Field("unstated", description="how the numbers were obtained")
+    device_reported: str | None = None
     created_at: datetime
 
 

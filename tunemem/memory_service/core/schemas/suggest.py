@@ -26,7 +26,7 @@ from pydantic import (
 
 from tunemem.memory_service.core.schemas.inbound import Inbound
 from tunemem.memory_service.core.schemas.learning import ContextIn, RetrieveOptions, TaskIn
-from tunemem.memory_service.core.schemas.lessons import Stage
+from tunemem.memory_service.core.schemas.lessons import SourceRunPublic, Stage
 from tunemem.memory_service.core.schemas.outcomes import Latency
 
 MAX_PARAMS = 64
@@ -150,6 +150,9 @@ class SuggestedLesson(BaseModel):
     value: float
     value_scope: str
     n: int
+    source_run: SourceRunPublic | None = Field(
+        None, description="how the run the lesson was distilled from was measured"
+    )
 
 
 class SuggestionPublic(BaseModel):

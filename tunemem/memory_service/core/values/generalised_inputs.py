@@ -50,6 +50,11 @@ from tunemem.retrieval.values import ScopeStats, ValueEstimate
 CHIP_PREFIX = "chip:"
 
 
+# Outcomes whose numbers were not timed on the chip now: they neither confirm nor contradict
+# a recorded run's claims (`ingest.provenance`).
+NOT_REMEASURED = ("replayed", "simulated", "shipped")
+
+
 @dataclass(frozen=True)
 class _Reaches:
     signature: tuple[object, ...]
@@ -182,7 +187,7 @@ class Evidence:
             last_id = state.last_id
         fresh: list[Remeasurement] = []
         newest = last_id
-        for outcome_id, chain, lessons, compiled, correct, error, latency, task in session.execute(
+        rows = session.execute(
             sa_select(
                 col(Outcome.id),
                 col(Outcome.scope_chain),
@@ -192,17 +197,19 @@ class Evidence:
                 col(Outcome.error),
                 col(Outcome.latency_ms),
                 col(Retrieval.task),
+                col(Outcome.origin),
             )
             .join(Retrieval, col(Retrieval.id) == col(Outcome.retrieval_id))
             .where(col(Outcome.tenant) == tenant, col(Outcome.id) > last_id)
             .order_by(col(Outcome.id))
-        ):
+        )
+        for outcome_id, chain, lessons, compiled, correct, error, latency, task, origin in rows:
             newest = max(newest, outcome_id)
             chip = (
                 chain[0][len(CHIP_PREFIX) :] if chain and chain[0].startswith(CHIP_PREFIX) else None
             )
-            if chip is None:
-                continue
+            if chip is None or origin in NOT_REMEASURED:
+                continue  # a replay of a recording is no re-measurement of it
             measured = latency if is_feasible(compiled, correct, error) else None
             problem = problem_text((task or {}).get("signature"))
             fresh += [Remeasurement(chip, lid, measured, problem) for lid in lessons or []]
