@@ -100,8 +100,8 @@ PACKAGES := tunemem
 # ruff (with complexity and import order), formatting, mypy on every package (strict on
 # retrieval and platforms), and the import-linter contracts that keep DESIGN section 2's arrows.
 lint: $(STAMP)
-	$(BIN)/ruff check $(PACKAGES) tests
-	$(BIN)/ruff format --check $(PACKAGES) tests
+	$(BIN)/ruff check $(PACKAGES) tests tools
+	$(BIN)/ruff format --check $(PACKAGES) tests tools
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 

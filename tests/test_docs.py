@@ -38,6 +38,7 @@ RUN_PAGES = [
     "docs/kernel-tuner.md",
     "docs/api.md",
     "docs/vllm.md",
+    "docs/sglang.md",
     "docs/mcp.md",
 ]
 ALL_PAGES = sorted(["README.md", *(str(p.relative_to(REPO)) for p in REPO.glob("docs/*.md"))])

@@ -55,3 +55,7 @@ def test_ctrl_c_lets_the_server_shut_down_and_exits_zero(tmp_path: Path) -> None
     output, _ = run.communicate(timeout=30)
     assert "server: shut down cleanly" in output
     assert run.returncode == 0, output
+    # Issue 39, first hour: the last line read "stopped (starting ended by Ctrl-C)", as if the
+    # server had never started.
+    last = output.strip().splitlines()[-1]
+    assert "stopped by Ctrl-C (it had started" in last and "starting" not in last, output

@@ -55,12 +55,15 @@ def main(argv: list[str]) -> int:
                 done.set()
         return process.wait()
     except KeyboardInterrupt:
-        return stop(process, args.label)
+        # Once --until matched, the command had started: say so, not "still starting".
+        return stop(process, args.label, started=until is not None and done.is_set())
     finally:
         done.set()
 
 
-def stop(process: subprocess.Popen[str], label: str, grace_s: float = 20.0) -> int:
+def stop(
+    process: subprocess.Popen[str], label: str, grace_s: float = 20.0, started: bool = False
+) -> int:
     """Ctrl-C: the terminal sent the interrupt to the command too, so let it end on its own
     (a server finishing its requests), relaying what it still prints; end it only if it has not
     within `grace_s` or on a second Ctrl-C. Stopping on request is a success: status 0."""
@@ -76,7 +79,10 @@ def stop(process: subprocess.Popen[str], label: str, grace_s: float = 20.0) -> i
         process.wait()
     finally:
         deadline.cancel()
-    print(f"  stopped ({label} ended by Ctrl-C)", flush=True)
+    if started:
+        print("  stopped by Ctrl-C (it had started and ran until then)", flush=True)
+    else:
+        print(f"  stopped by Ctrl-C while still {label}", flush=True)
     return 0
 
 

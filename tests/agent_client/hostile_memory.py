@@ -1,8 +1,9 @@
 """A hostile memory for the tuner integrations' tests: a plain HTTP server on a loopback port
-that answers `/v1/suggest`, `/v1/outcomes` and `/v1/trajectories` the way a broken or malicious
-memory would.
+that answers `/v1/suggest`, `/v1/outcomes`, `/v1/trajectories` and `GET /v1/lessons` (the MoE
+tool's shipped files) the way a broken or malicious memory would.
 
-Modes (`HostileMemory.mode`, for suggest; `report_mode` for outcomes and uploads):
+Modes (`HostileMemory.mode`, for suggest; `report_mode` for outcomes and uploads; `lessons_mode`
+for the lesson listing, whose honest answer is `lessons`, one page):
 
 - `honest`: untried configurations of the request's own space (its valid list when given);
 - `hang`: reads the request and never answers;
@@ -13,7 +14,9 @@ Modes (`HostileMemory.mode`, for suggest; `report_mode` for outcomes and uploads
 - `restricted`: configurations of the parameter product that the valid list excludes;
 - `repeat`: the same configuration every round (tried after the first);
 - `wrong_types`: a missing parameter, a string for a number, true for 1;
-- `huge`: a chunked answer that never ends (64 KiB chunks until the client hangs up).
+- `huge`: a chunked answer that never ends (64 KiB chunks until the client hangs up);
+- `busy`: 429 with `Retry-After: 1` (the memory is up, its slots for the tenant taken);
+- `endless` (lessons only): full pages of junk lessons at every offset, for ever.
 
 Everything here is SYNTHETIC: no service runs, nothing is remembered.
 """
@@ -66,6 +69,8 @@ class HostileMemory:
     def __init__(self, mode: str = "honest", report_mode: str = "honest") -> None:
         self.mode = mode
         self.report_mode = report_mode
+        self.lessons_mode = "honest"
+        self.lessons: list[dict[str, Any]] = []
         self.malformed = "text"
         self.trickle_s = 0.5
         self.requests: dict[str, int] = {}
@@ -89,6 +94,14 @@ class HostileMemory:
                     memory.answer(self, mode, path, body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client hung up, as it should
+
+            def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+                path = self.path.split("?")[0]
+                memory.requests[path] = memory.requests.get(path, 0) + 1
+                try:
+                    memory.answer(self, memory.lessons_mode, path, {})
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -122,6 +135,15 @@ class HostileMemory:
             handler.end_headers()
             handler.wfile.write(b"Internal Server Error")
             return
+        if mode == "busy":
+            handler.send_response(429)
+            handler.send_header("content-type", "application/json")
+            handler.send_header("retry-after", "1")
+            body = b'{"code": "busy", "detail": "too many requests"}'
+            handler.send_header("content-length", str(len(body)))
+            handler.end_headers()
+            handler.wfile.write(body)
+            return
         if mode == "trickle":
             payload = json.dumps({"retrieval_id": "r", "suggestions": []}).encode() * 50
             handler.send_response(200)
@@ -144,10 +166,21 @@ class HostileMemory:
                 handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                 self.bytes_sent += len(chunk)
             return
+        if path == "/v1/lessons":
+            self._send(handler, 200, self._lessons(mode))
+            return
         if path != "/v1/suggest":
             self._send(handler, 201, b"{}")
             return
         self._send(handler, 200, self._suggest(mode, body))
+
+    def _lessons(self, mode: str) -> bytes:
+        if mode == "malformed" and MALFORMED[self.malformed] is not None:
+            return MALFORMED[self.malformed]  # type: ignore[return-value]
+        if mode == "endless":
+            junk = [{"id": f"j{i}", "hint": "x", "applicability": [1]} for i in range(500)]
+            return json.dumps({"data": junk, "count": 10**9}).encode()
+        return json.dumps({"data": self.lessons, "count": len(self.lessons)}).encode()
 
     def _suggest(self, mode: str, body: dict) -> bytes:
         if mode == "malformed" and MALFORMED[self.malformed] is not None:

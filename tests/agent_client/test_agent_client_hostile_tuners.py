@@ -82,6 +82,15 @@ def test_kernel_tuner_finishes_its_own_way_after_one_warning(hostile, w6600, mod
         assert hostile.requests.get("/v1/suggest") == 1
 
 
+def test_kernel_tuner_asks_a_busy_memory_again(hostile, w6600):
+    """Issue 39, case 5: 429 is "busy, retry later", not "away": the strategy searches on its
+    own that round and asks again the next, without a warning."""
+    hostile.mode = "busy"
+    said, _, _ = _tune(hostile.url, w6600, fevals=12)
+    assert said == []
+    assert hostile.requests.get("/v1/suggest", 0) >= 3
+
+
 @pytest.mark.parametrize("malformed", MALFORMED)
 def test_kernel_tuner_survives_every_malformed_answer(hostile, w6600, malformed):
     hostile.mode, hostile.malformed = "malformed", malformed

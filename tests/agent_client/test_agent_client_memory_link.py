@@ -14,12 +14,8 @@ import pytest
 
 from tests.agent_client.hostile_memory import HostileMemory
 from tunemem.agent_client.models import Outcome
-from tunemem.agent_client.tuners.memory_link import (
-    MemoryLink,
-    MemoryLinkError,
-    Reporter,
-    usable_suggestions,
-)
+from tunemem.agent_client.tuners.memory_answers import usable_suggestions
+from tunemem.agent_client.tuners.memory_link import MemoryLink, MemoryLinkError, Reporter
 
 SPACE = {"BLOCK": (16, 32, 64), "WARPS": (1, 2), "SHMEM": (0, 1)}
 OUTCOME = Outcome(compiled=True, correct=True, latency_ms=1.0)

@@ -30,6 +30,8 @@ EXAMPLES = {
         "fixtures",
         "triton_autotune/h200/2H2TEBS2S3MH3U3CGU4MA4Y7UXZBW4IVQH3TETEUOLLINJLD5MMA/softmax_kernel.autotune.json",
     ),
+    # Real Helion 1.4.0 autotune log written on an H100 (see fixtures/README.md).
+    "helion-autotune": ("fixtures", "helion_autotune/rms_norm_0_quick.csv"),
     # Hand-written from the published schema, values synthetic.
     "kernelbench-run": ("fixtures", "kernelbench_run/level1_demo_run"),
     "openevolve": ("fixtures", "openevolve/softmax_evolve/checkpoints/checkpoint_3"),

@@ -120,7 +120,11 @@ def test_family_and_backend_helpers() -> None:
     assert family_of(resolve("AMD Instinct MI999")) is None
 
 
-@pytest.mark.parametrize(("typo", "meant"), [("H2000", "h200"), ("h20O", "h20")])
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    # A1OO / H2OO: letters typed for the digits they look like (issue 39, first hour).
+    [("H2000", "h200"), ("h20O", "h20"), ("A1OO", "a100"), ("H2OO", "h200")],
+)
 def test_a_typo_without_a_vendor_is_refused_with_the_names_it_may_mean(typo, meant) -> None:
     """A typo that names a vendor is served with "did you mean" in its warning; one that names
     none was refused without it, advising `backend=` where the CLI flag is --backend (issue
@@ -130,3 +134,10 @@ def test_a_typo_without_a_vendor_is_refused_with_the_names_it_may_mean(typo, mea
     text = str(refused.value)
     assert "did you mean" in text and meant in text.split("did you mean", 1)[1]
     assert "--backend" in text and "backend=" not in text
+
+
+@pytest.mark.parametrize(("typo", "first"), [("A1OO", "a100"), ("a10O", "a100"), ("H1OO", "h100")])
+def test_letters_that_look_like_digits_offer_the_chip_first(typo, first) -> None:
+    from tunemem.platforms.resolve import close_chips
+
+    assert close_chips(typo)[0] == first

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tunemem.retrieval.generalised import (
-    affinities,
-    chip_affinity,
-    generalised_estimate,
-    source_prior,
-)
+from tunemem.retrieval.generalised import affinities, chip_affinity, generalised_estimate
 from tunemem.retrieval.generalised_settings import GeneralisedSettings
+from tunemem.retrieval.generalised_terms import GeneralisedInputs, source_prior
 from tunemem.retrieval.recorded import (
     ConfigLesson,
     RecordedSpace,
@@ -55,18 +51,18 @@ def test_source_prior_pools_over_chips_like_the_target() -> None:
 
 
 def test_generalised_estimate_by_hand() -> None:
-    est = generalised_estimate(
+    inputs = GeneralisedInputs(
         target="t",
-        own=ScopeStats(n=2, q=0.5, sumsq=0.5),
-        neighbours={"x": ScopeStats(n=3, q=-0.5, sumsq=0.75), "t": ScopeStats(n=2, q=0.5)},
-        recorded={"y": 0.9},
         affinity={"x": 0.5, "y": 0.25},
-        prior=(0.4, 1.0),
-        settings=SETTINGS,
-        source="s",
+        stats={"l": {"t": ScopeStats(n=2, q=0.5, sumsq=0.5), "x": ScopeStats(3, -0.5, 0.75)}},
+        reaches={"l": {"y": {"space": 0.9}}},
+        sources={"l": "s"},
+        # affinity 0.25 x 8 lessons: W = 2, weight 2 W / (W + 2) = 1, mean 0.25 x 3.2 / 2 = 0.4
+        pooled={"s": {"y": SourceReach(8, 3.2)}},
     )
+    est = generalised_estimate("l", inputs, SETTINGS)
     # terms (value, weight): prior (0, 2), own (0.5, 2), outcomes:x (-0.5, 0.5*3),
-    # recorded:y (2*0.9-1 = 0.8, 0.25), source (0.4, 1); the target among neighbours is skipped
+    # recorded:y (2*0.9-1 = 0.8, 0.25), source (0.4, 1)
     total = 2 + 2 + 1.5 + 0.25 + 1
     assert est.value == pytest.approx((0 + 1.0 - 0.75 + 0.2 + 0.4) / total)
     assert est.weights == pytest.approx(
@@ -84,9 +80,7 @@ def test_generalised_estimate_by_hand() -> None:
 
 
 def test_generalised_estimate_without_evidence_is_the_prior() -> None:
-    est = generalised_estimate(
-        target="t", own=None, neighbours={}, recorded={}, affinity={}, prior=None, settings=SETTINGS
-    )
+    est = generalised_estimate("l", GeneralisedInputs(target="t"), SETTINGS)
     assert est.value == 0.0 and est.scope == "prior" and est.weights == {"prior": 1.0}
 
 
@@ -149,15 +143,39 @@ def test_the_interval_stays_within_the_reward_range() -> None:
     """One outcome of +1 (or -1) on the target: its 95 % interval reached 1.18 (-1.18), past
     the reward range [-1, 1]; it is clipped there (issue 31), as the chain estimate's is."""
     for reward in (1.0, -1.0):
-        est = generalised_estimate(
-            target="t",
-            own=ScopeStats(1, reward, 1.0),
-            neighbours={},
-            recorded={},
-            affinity={},
-            prior=None,
-            settings=SETTINGS,
-        )
+        inputs = GeneralisedInputs(target="t", stats={"l": {"t": ScopeStats(1, reward, 1.0)}})
+        est = generalised_estimate("l", inputs, SETTINGS)
         assert est.value == pytest.approx(reward / 3)  # shrunk toward the global term's 0
         assert -1.0 <= est.ci_low <= est.value <= est.ci_high <= 1.0
         assert (est.ci_high if reward > 0 else -est.ci_low) == 1.0
+
+
+def test_every_term_is_weighed_by_a_generalised_knob_and_named_by_its_prefix() -> None:
+    from tunemem.retrieval.generalised_terms import TERMS
+    from tunemem.retrieval.knobs import KNOBS
+
+    for term in TERMS:
+        assert term.weight is None or "generalised" in KNOBS[term.weight].feeds
+    inputs = GeneralisedInputs(
+        target="t",
+        affinity={"x": 1.0},
+        stats={"l": {"t": ScopeStats(1, 0.5), "x": ScopeStats(1, 0.5)}},
+        reaches={"l": {"x": {"s": 0.5}}},
+        effects={"l": {"x": {"s": 0.5}}},
+        sources={"l": "x"},
+        pooled={"x": {"t": SourceReach(1, 1.0)}},
+    )
+    for term in TERMS:
+        names = [entry.name for entry in term.values("l", inputs, SETTINGS)]
+        assert names and all(name.split(":")[0] == term.prefix for name in names)
+
+
+def test_affinities_are_worked_out_when_a_term_asks_for_them() -> None:
+    from tunemem.retrieval.generalised import Affinities
+
+    reaches = {"l1": {"x": 1.0, "t": 1.0}, "l2": {"x": 0.5, "t": 0.4}, "l3": {"x": 0.0, "t": 0.1}}
+    lazy = Affinities("t", reaches, SETTINGS, descriptor=lambda a, b: 0.1)
+    assert len(lazy) == 0
+    table = affinities("t", ["t", "x", "w"], reaches, SETTINGS, descriptor=lambda a, b: 0.1)
+    assert lazy.get("x", 0.0) == table["x"] and lazy["w"] == table["w"] and lazy["t"] == 1.0
+    assert list(lazy) == ["x", "w", "t"]

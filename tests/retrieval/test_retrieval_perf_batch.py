@@ -89,3 +89,14 @@ def test_a_stalled_run_searches_its_best_configurations_neighbours(model, monkey
     differ = [sum(x != y for x, y in zip(s.key, found, strict=True)) for s in first]
     assert 1 in differ, "no neighbour of the run's best in the batch"
     assert any(s.purpose == "local" and s.stall == 20 for s in first)
+
+
+@pytest.mark.parametrize("observed", [[], [((20, 0, 0), None)]])
+def test_a_space_that_matches_no_stored_value_leaves_the_model_with_nothing_to_offer(
+    model, observed
+) -> None:  # type: ignore[no-untyped-def]
+    """Issue 39, case 1: `a` values the store never measured (and no feasible outcome of the
+    run) leave no candidate; the model offers nothing instead of raising."""
+    posterior = fit_posterior(model, observed, {}, allowed={"a": [20, 21], "b": [0, 1]})
+    assert len(posterior.keys) == 0
+    assert posterior.suggest(4) == []

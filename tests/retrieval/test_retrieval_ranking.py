@@ -45,7 +45,7 @@ def test_blended_score_is_the_documented_formula():
     cands = [Candidate("a", 0.9, est(-0.5)), Candidate("b", 0.6, est(0.8))]
     ranked = rank(cands, RankingSettings(lam=0.5, k=2, exploration_c=0.0))
     for r in ranked:
-        assert r.score == pytest.approx(0.5 * r.z_similarity + 0.5 * r.z_value)
+        assert r.score == pytest.approx(0.5 * r.z_sim + 0.5 * r.z_value)
 
 
 def test_exploration_bonus_shrinks_with_count():

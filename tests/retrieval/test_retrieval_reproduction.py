@@ -7,6 +7,7 @@ import pytest
 
 from tunemem.retrieval.generalised import generalised_estimate
 from tunemem.retrieval.generalised_settings import GeneralisedSettings
+from tunemem.retrieval.generalised_terms import GeneralisedInputs
 from tunemem.retrieval.recorded import ConfigLesson, RecordedSpace, lesson_space_reaches, per_chip
 from tunemem.retrieval.reproduction import (
     ClaimCheck,
@@ -83,27 +84,18 @@ def test_trust_weighs_a_chips_spaces_and_its_recorded_term() -> None:
     assert per_chip(rows, trust) == {"a": pytest.approx(0.6)}
     assert chip_trust({"a": ["honest", "wrong"]}, trust) == {"a": pytest.approx(0.625)}
     settings = GeneralisedSettings(claim_power=2.0)
+    reaches = {"l": {"a": {"sa": 0.75}, "b": {"sb": 0.5}}}
+    affinity = {"a": 1.0, "b": 0.5}
     plain = generalised_estimate(
-        target="t",
-        own=None,
-        neighbours={},
-        recorded={"a": 0.75, "b": 0.5},
-        affinity={"a": 1.0, "b": 0.5},
-        prior=None,
-        settings=settings,
+        "l", GeneralisedInputs(target="t", affinity=affinity, reaches=reaches), settings
     )
     # terms: prior 0 (w 2), recorded a 2*0.75-1 = 0.5 (w 1), recorded b 0.0 (w 0.5)
     assert plain.value == pytest.approx(0.5 / 3.5)
     assert plain.trust == {}
     held = generalised_estimate(
-        target="t",
-        own=None,
-        neighbours={},
-        recorded={"a": 0.75, "b": 0.5},
-        affinity={"a": 1.0, "b": 0.5},
-        prior=None,
-        settings=settings,
-        trust={"a": 0.4},
+        "l",
+        GeneralisedInputs(target="t", affinity=affinity, reaches=reaches, space_trust={"sa": 0.4}),
+        settings,
     )
     # recorded a weighs 1 * 0.4: value 0.4 * 0.5 / (2 + 0.4 + 0.5)
     assert held.value == pytest.approx(0.2 / 2.9)

@@ -9,6 +9,7 @@ import pytest
 
 from tunemem.retrieval.generalised import generalised_estimate
 from tunemem.retrieval.generalised_settings import GeneralisedSettings
+from tunemem.retrieval.generalised_terms import GeneralisedInputs
 from tunemem.retrieval.recorded import RecordedSpace, SettingLesson, setting_effect, setting_effects
 from tunemem.retrieval.transfer import SearchSpace, config_key
 
@@ -63,16 +64,12 @@ def test_setting_effects_average_a_chips_spaces_and_skip_other_ops() -> None:
 
 
 def test_effect_term_in_the_generalised_value() -> None:
-    est = generalised_estimate(
+    inputs = GeneralisedInputs(
         target="t",
-        own=None,
-        neighbours={},
-        recorded={},
         affinity={"x": 0.5, "y": 1.0},
-        prior=None,
-        settings=GeneralisedSettings(),
-        effects={"x": 0.6, "y": -0.2, "w": 0.9},  # w has no affinity: ignored
+        effects={"p": {"x": {"s1": 0.6}, "y": {"s2": -0.2}, "w": {"s3": 0.9}}},  # w: no affinity
     )
+    est = generalised_estimate("p", inputs, GeneralisedSettings())
     # terms (value, weight): prior (0, 2), effect:x (0.6, 0.5), effect:y (-0.2, 1.0)
     total = 2 + 0.5 + 1.0
     assert est.value == pytest.approx((0.3 - 0.2) / total)

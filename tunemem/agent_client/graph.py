@@ -28,6 +28,7 @@ from tunemem.agent_client.proposers.base import (
     TaskDescription,
 )
 from tunemem.agent_client.state import AgentInput, AgentState
+from tunemem.ingest.provenance import Provenance
 from tunemem.ingest.records import ContextSpec, TaskSpec, TrajectoryRecord
 
 
@@ -212,6 +213,12 @@ def _lesson_summary(lesson: dict[str, Any], values: dict[str, Any]) -> dict[str,
     }
 
 
+def _outcome_provenance(ctx: AgentContext) -> dict[str, Any]:
+    """The runner's provenance as an outcome carries it (an outcome has no coverage)."""
+    provenance = ctx.runner.provenance()
+    return {"origin": provenance.origin, "device_reported": provenance.device_reported}
+
+
 def report(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     ctx = runtime.context
     proposal = state["proposal"] or {}
@@ -230,6 +237,7 @@ def report(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
                 latency_ms=result["latency_ms"],
                 best_before_ms=best_before,
                 error=result["error_category"],
+                provenance=_outcome_provenance(ctx),
             ),
             used=credited(proposal["used"], retrieval.get("lessons", []), proposal["config"]),
             idempotency_key=f"{state['run_id']}:{index}",
@@ -292,6 +300,7 @@ def trajectory_of(
     evidence: dict[str, Any] | None = None,
     context: ContextSpec | None = None,
     dtype: str | None = None,
+    provenance: Provenance | None = None,
 ) -> TrajectoryRecord:
     """The run as a canonical trajectory, for write-back through `POST /v1/trajectories` and
     for saving as a native trajectory file.
@@ -340,6 +349,7 @@ def trajectory_of(
             "lessons_used": [list(h.get("used") or []) for h in history],
             "stop_reason": state.get("stop_reason"),
         },
+        provenance=provenance or Provenance(),
     )
 
 
@@ -349,7 +359,13 @@ def distill(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]
         return {}
     if not any(h["feasible"] for h in state.get("history") or []):
         return {"write_back": {"skipped": "no feasible attempt"}}
-    record = trajectory_of(state, ctx.runner.evidence(), ctx.trajectory_context, ctx.dtype)
+    record = trajectory_of(
+        state,
+        ctx.runner.evidence(),
+        ctx.trajectory_context,
+        ctx.dtype,
+        ctx.runner.provenance(),
+    )
     summary = ctx.client.upload_trajectories([record.to_dict()])
     return {"write_back": summary}
 

@@ -115,9 +115,15 @@ class Outcome:
     latency_ms: float | None = None
     best_before_ms: float | None = None
     error: str | None = None
+    # How the numbers were obtained: {"origin": ..., "device_reported": ...}
+    # (`ingest.provenance`); None sends none and the service stores "unstated".
+    provenance: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        body = asdict(self)
+        if body["provenance"] is None:
+            del body["provenance"]  # a server from before provenance refuses the key
+        return body
 
 
 @dataclass(frozen=True)

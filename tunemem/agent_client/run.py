@@ -262,7 +262,7 @@ def run_graph(
         stop_reason=state.get("stop_reason"),
         evidence=runner.evidence(),
         trajectory=trajectory_of(
-            state, runner.evidence(), context.trajectory_context, context.dtype
+            state, runner.evidence(), context.trajectory_context, context.dtype, runner.provenance()
         ).to_dict(),
     )
 

@@ -12,6 +12,8 @@ import json
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, TypeVar
 
+from tunemem.ingest.provenance import Provenance
+
 _Part = TypeVar("_Part")
 
 NATIVE_FORMAT_VERSION = 1
@@ -119,6 +121,7 @@ class TrajectoryRecord:
     baseline_latency_ms: float | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
     synthetic: bool = False
+    provenance: Provenance = field(default_factory=Provenance)
 
     @property
     def id(self) -> str:
@@ -166,6 +169,7 @@ class TrajectoryRecord:
             baseline_latency_ms=data.get("baseline_latency_ms"),
             evidence=data.get("evidence", {}),
             synthetic=data.get("synthetic", False),
+            provenance=_build(Provenance, data.get("provenance", {}), "provenance"),
         )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from tunemem.ingest.provenance import device_contradiction, provenance_problem
 from tunemem.ingest.records import ERROR_CATEGORIES, AttemptRecord, TrajectoryRecord
 from tunemem.ingest.sources import is_number
 
@@ -260,6 +261,19 @@ def attempt_problem(attempt: AttemptRecord, at: str) -> str | None:
     )
 
 
+def _moe_shape_problem(op: str, signature: dict[str, Any]) -> str | None:
+    """A fused-MoE layer of no experts or of no width is no shape (E, N positive integers)."""
+    if op != "fused_moe":
+        return None
+    for name in ("E", "N"):
+        value = signature.get(name)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            return f"task.signature.{name} of a fused-MoE layer must be a positive integer"
+    return None
+
+
 def record_problem(record: TrajectoryRecord) -> str | None:
     """Why a trajectory cannot be stored and distilled safely; None when it can."""
     task, ctx = record.task, record.context
@@ -294,7 +308,10 @@ def record_problem(record: TrajectoryRecord) -> str | None:
     if not isinstance(record.evidence, dict) or not isinstance(record.synthetic, bool):
         return "evidence must be an object and synthetic true/false"
     return (
-        json_problem(task.signature, "task.signature")
+        _moe_shape_problem(task.op, task.signature)
+        or provenance_problem(record.provenance)
+        or device_contradiction(ctx.chip, record.provenance.device_reported)
+        or json_problem(task.signature, "task.signature")
         or json_problem(record.evidence, "evidence")
         or json_problem(ctx.toolchain, "context.toolchain")
         or strings_problem(record, "trajectory")

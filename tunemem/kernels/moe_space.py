@@ -43,6 +43,17 @@ VLLM_BATCH_SIZES: tuple[int, ...] = (
 TRITON_DEFAULT_WARPS = 4
 TRITON_DEFAULT_STAGES = 3
 DTYPES = ("bfloat16", "fp8_w8a8")
+# The widest launch parameters vLLM's shipped files hold (its 232 files of 0.33.0) that this
+# kernel takes: (least, most, powers of two only). A value outside is no configuration of
+# vLLM's space, whoever sends it (a file, the memory, a caller's space).
+BOUNDS: dict[str, tuple[int, int, bool]] = {
+    "BLOCK_SIZE_M": (16, 256, True),
+    "BLOCK_SIZE_N": (16, 256, True),
+    "BLOCK_SIZE_K": (16, 256, True),
+    "GROUP_SIZE_M": (1, 128, True),
+    "num_warps": (1, 16, True),
+    "num_stages": (1, 8, False),
+}
 
 
 def config_key(config: dict[str, Any]) -> tuple[int, ...]:
@@ -120,14 +131,49 @@ def nearest_entry(entries: dict[int, Any], m: int) -> Any:
     return entries[min(entries, key=lambda key: abs(key - m))]
 
 
+def shape_problem(experts: Any, n: Any) -> str | None:
+    """What makes (E, N) no MoE layer's shape (None: a shape): both positive integers."""
+    for name, value in (("E", experts), ("N", n)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            return f"{name} must be a positive integer, not {value!r}"
+    return None
+
+
 def shape_distance(experts: int, n: int, other_experts: int, other_n: int) -> float:
-    """How far two MoE layer shapes are: octaves apart in E plus octaves apart in N."""
+    """How far two MoE layer shapes are: octaves apart in E plus octaves apart in N; infinite
+    when either is no shape (`shape_problem`)."""
     import math
 
+    if shape_problem(experts, n) or shape_problem(other_experts, other_n):
+        return math.inf
     return abs(math.log2(experts / other_experts)) + abs(math.log2(n / other_n))
 
 
+def config_problem(config: Any) -> str | None:
+    """What puts a configuration outside vLLM's space (`BOUNDS`; None: inside): exactly the
+    six parameters, each an integer within its bounds, a power of two where vLLM's are."""
+    if not isinstance(config, dict) or set(config) != set(PARAMS):
+        return f"a configuration names exactly {', '.join(PARAMS)}"
+    for name in PARAMS:
+        value = config[name]
+        least, most, powers = BOUNDS[name]
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"{name} must be an integer, not {value!r}"
+        if not least <= value <= most or (powers and value & (value - 1)):
+            kind = "a power of two " if powers else ""
+            return f"{name} must be {kind}from {least} to {most}, not {value}"
+    return None
+
+
 def kernel_accepts(config: dict[str, int]) -> bool:
-    """Whether this project's kernel takes the block sizes (powers of two, at least 16)."""
-    blocks = (config["BLOCK_SIZE_M"], config["BLOCK_SIZE_N"], config["BLOCK_SIZE_K"])
-    return all(b >= 16 and not b & (b - 1) for b in blocks) and config["GROUP_SIZE_M"] >= 1
+    """Whether the configuration is of vLLM's space (`config_problem`), which this project's
+    kernel takes."""
+    return config_problem(config) is None
+
+
+def sglang_version_dir(triton_version: str) -> str:
+    """SGLang's folder for files tuned with a Triton version: `triton_<x_y_z>` under its
+    `configs/` (SGLang's `get_moe_configs`: the version with dots as underscores)."""
+    if not triton_version or "/" in triton_version or triton_version.startswith("."):
+        raise ValueError(f"not a Triton version: {triton_version!r}")
+    return "triton_" + triton_version.replace(".", "_")

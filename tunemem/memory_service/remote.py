@@ -38,6 +38,10 @@ from tunemem.memory_service.core.schemas.lessons import (
 from tunemem.memory_service.core.schemas.outcomes import ReportRequest, ReportResponse
 from tunemem.memory_service.core.schemas.suggest import SuggestRequest, SuggestResponse
 
+# The JSON of one upload at most: below the server's default body limit (8 MiB). One
+# trajectory larger than this is sent alone (a server may allow more).
+UPLOAD_BYTES = 6 * 1024 * 1024
+
 
 class RemoteService:
     """The memory of a server at `url`, reached over HTTP with an optional bearer key."""
@@ -135,9 +139,12 @@ class RemoteService:
         progress: Callable[[TrajectoryRecord | RejectedRecord], None] | None = None,
         batch_size: int = 50,
     ) -> IngestSummary:
-        """Upload trajectories in batches; records a reader rejected are counted here."""
+        """Upload trajectories in batches of at most `batch_size` and `UPLOAD_BYTES`; records
+        a reader rejected are counted here, and so is a trajectory the server refuses alone
+        (too large for its body limit, or invalid): the rest go on (`_send`)."""
         summary = IngestSummary()
         batch: list[dict[str, Any]] = []
+        size = 0
         for record in records:
             if progress:
                 progress(record)
@@ -147,13 +154,48 @@ class RemoteService:
                     {"path": record.path, "position": record.position, "reason": record.reason}
                 )
                 continue
-            batch.append(record.to_dict())
-            if len(batch) >= batch_size:
-                summary.merge(self._upload(batch))
-                batch = []
+            item = record.to_dict()
+            length = len(json.dumps(item, separators=(",", ":")))
+            if batch and (len(batch) >= batch_size or size + length > UPLOAD_BYTES):
+                self._send(batch, summary)
+                batch, size = [], 0
+            batch.append(item)
+            size += length
         if batch:
-            summary.merge(self._upload(batch))
+            self._send(batch, summary)
         return summary
+
+    def _send(self, batch: list[dict[str, Any]], summary: IngestSummary) -> None:
+        """Upload a batch; one the server refuses as too large (413) or invalid (422) is sent
+        again in halves, and a trajectory refused alone becomes a reject with the server's
+        reason. Any other failure (unreachable, no key) stops the ingest: the rest would fail
+        alike."""
+        try:
+            summary.merge(self._upload(batch))
+        except ServiceError as exc:
+            if exc.status not in (413, 422):
+                raise
+            if len(batch) > 1:
+                half = len(batch) // 2
+                self._send(batch[:half], summary)
+                self._send(batch[half:], summary)
+                return
+            summary.read += 1
+            summary.rejected += 1
+            size = len(json.dumps(batch[0], separators=(",", ":")))
+            hint = (
+                f" ({size:,} bytes of JSON: ingest it without --url, or raise the server's "
+                "TUNEMEM_MAX_BODY_BYTES)"
+                if exc.status == 413
+                else ""
+            )
+            summary.rejects.append(
+                {
+                    "path": str(batch[0].get("source")),
+                    "position": "file",
+                    "reason": f"the server refused the upload: {exc}{hint}",
+                }
+            )
 
     def _upload(self, batch: list[dict[str, Any]]) -> IngestSummary:
         # Unchecked here: the server checks the batch and refuses it in the API's words.

@@ -98,7 +98,11 @@ class MemoryService:
         self._lessons = Lessons(*parts, evidence=evidence)
         self._learning = LearningLoop(*parts, evidence=evidence)
         self._maintenance = Maintenance(*parts)
-        self._models = PerformanceModels(self.store, wait_s=self.settings.model_wait_s)
+        self._models = PerformanceModels(
+            self.store,
+            wait_s=self.settings.model_wait_s,
+            per_tenant=self.settings.model_builds_per_tenant,
+        )
         self._suggestions = Suggestions(
             self._learning,
             model=ModelSuggester(self._models, self.settings.tenant)
@@ -286,12 +290,16 @@ class MemoryService:
         return rebuilt
 
     def doctor(self, fix: bool = False, *, tenant: str | None = None) -> DoctorReport:
-        """Find, and with fix repair, stored hints and attempts the door now refuses."""
+        """Find, and with fix repair, stored hints, attempts and outcomes the door now refuses
+        (the tenant's values rebuilt from a repaired outcome log)."""
 
         def edit(lesson_id: str, hint: dict[str, Any] | None, owner: str) -> None:
             self._lessons.update_lesson(lesson_id, LessonUpdate(hint=hint), tenant=owner)
 
-        return Doctor(self.store, edit).run(self._tenant(tenant), fix)
+        report = Doctor(self.store, edit).run(self._tenant(tenant), fix)
+        if fix and report.outcomes:
+            self.rebuild_values(self._tenant(tenant))
+        return report
 
     def repair_index(self, tenant: str | None = None) -> dict[str, int]:
         """Make the vector index hold exactly SQL's active lessons of one tenant (None: every

@@ -130,5 +130,28 @@ def close_chips(name: str, n: int = 3) -> list[str]:
     For a warning ("did you mean ..."), never for resolving: near names are different chips.
     """
     index = registry().index
-    keys = difflib.get_close_matches(name_key(name), list(index), n=4 * n, cutoff=0.6)
-    return list(dict.fromkeys(index[key] for key in keys))[:n]
+    key = name_key(name)
+    # Letters typed for the digits they look like (A1OO for A100, H2OO for H200) go first.
+    swapped = digits_for_lookalikes(key)
+    keys = [swapped] if swapped != key and swapped in index else []
+    for candidate in (key, swapped):
+        keys += difflib.get_close_matches(candidate, list(index), n=4 * n, cutoff=0.6)
+    return list(dict.fromkeys(index[k] for k in keys))[:n]
+
+
+LOOKALIKES = {"o": "0", "i": "1", "l": "1"}
+
+
+def digits_for_lookalikes(key: str) -> str:
+    """`key` with each o, i or l next to a digit read as the digit it looks like (repeated, so
+    a run of them next to one digit goes too); other letters stay."""
+    chars = list(key)
+    changed = True
+    while changed:
+        changed = False
+        for i, c in enumerate(chars):
+            near = chars[i - 1 : i] + chars[i + 1 : i + 2]
+            if c in LOOKALIKES and any(d.isdigit() for d in near):
+                chars[i] = LOOKALIKES[c]
+                changed = True
+    return "".join(chars)

@@ -108,6 +108,8 @@ def pick_batch(
     """The batch (module docstring): (candidate position, purpose), exploitation first; `draw`
     in [0, 1) rounds the shares' counts, `coverage` is the share of the candidates the memory
     measured."""
+    if not inputs.open.any():
+        return []
     n_local, n_explore = batch_counts(k, inputs.confidence, stall, draw, coverage)
     if not len(inputs.ranked_observed):
         n_local = 0

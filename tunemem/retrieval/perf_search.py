@@ -237,10 +237,10 @@ class Posterior:
         return pick_batch(inputs, k, self.stall, self.draw, self.coverage)
 
     def suggest(self, k: int) -> list[ModelSuggestion]:
-        """Up to k untried candidates: the batch of `_picks`, exploitation first."""
+        """Up to k untried candidates (`_picks`), exploitation first; none when none is open."""
         score = np.where(self.open, self.acquisition(), -np.inf)
         picks = self._picks(k)
-        optimum = float(self.mean.min())
+        optimum = float(self.mean.min()) if len(self.mean) else 0.0  # none: no picks either
         chips = {
             chip: round(float(w), 4)
             for chip, w in zip(self.names, self.weights, strict=True)

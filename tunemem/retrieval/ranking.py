@@ -63,7 +63,7 @@ class RankedLesson:
     value_scope: str
     n: int
     exploration: float
-    z_similarity: float
+    z_sim: float
     z_value: float
     ci_low: float
     ci_high: float
@@ -113,7 +113,7 @@ def rank(candidates: Sequence[Candidate], settings: RankingSettings) -> list[Ran
                 value_scope=cand.estimate.scope,
                 n=cand.estimate.n_local,
                 exploration=bonus,
-                z_similarity=zs,
+                z_sim=zs,
                 z_value=zv,
                 ci_low=cand.estimate.ci_low,
                 ci_high=cand.estimate.ci_high,

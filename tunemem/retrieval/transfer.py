@@ -8,7 +8,9 @@ relative to the neutral value Q0 that an untried lesson starts from.
 
 The optimum fraction of a configuration on a recorded search space is the space's fastest
 feasible latency divided by that configuration's latency there; a configuration the space
-marks infeasible, or does not hold, reaches 0.
+marks infeasible, or does not hold, reaches 0. The audit asks `measured_reach` instead, which
+counts only spaces that measured the configuration (complete recordings first, else the
+partial runs that timed it) and says "not measured" (None) where none did.
 """
 
 from __future__ import annotations
@@ -216,3 +218,47 @@ def optimum_fraction(config: Mapping[str, Any], space: SearchSpace) -> tuple[flo
     if optimum is None or latency is None or latency <= 0:
         return 0.0, latency
     return min(1.0, optimum / latency), latency
+
+
+@dataclass(frozen=True)
+class MeasuredReach:
+    """A configuration's optimum fraction on a target, over the spaces that measured it.
+
+    `coverage` says which: `complete` recordings (the fraction of each one's optimum), or,
+    where no complete recording holds the configuration, `partial` runs that timed it (the
+    fraction of each run's own best). `latency_ms` and `optimum_ms` are the first such
+    space's; `latency_ms` None: it failed there.
+    """
+
+    fraction: float
+    latency_ms: float | None
+    optimum_ms: float | None
+    space_id: str
+    coverage: str
+    n_spaces: int
+
+
+def measured_reach(
+    config: Mapping[str, Any], spaces: Sequence[tuple[str, SearchSpace, bool]]
+) -> MeasuredReach | None:
+    """The reach of `config` over target spaces `(id, space, complete)`; None where none of
+    them measured it (not measured, which is not infeasible).
+
+    A space measured the configuration when it holds it, timed or failed. Complete recordings
+    that hold it are used when there are any; otherwise the partial runs that timed it.
+    """
+    key = config_key(config)
+    holding = [(sid, space, complete) for sid, space, complete in spaces if key in space.latency]
+    chosen = [item for item in holding if item[2]] or holding
+    if not chosen:
+        return None
+    fractions = [optimum_fraction(config, space)[0] for _, space, _ in chosen]
+    first_id, first, complete = chosen[0]
+    return MeasuredReach(
+        fraction=sum(fractions) / len(fractions),
+        latency_ms=first.latency.get(key),
+        optimum_ms=first.optimum_ms,
+        space_id=first_id,
+        coverage="complete" if complete else "partial",
+        n_spaces=len(chosen),
+    )

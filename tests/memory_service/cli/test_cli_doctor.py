@@ -89,7 +89,7 @@ def test_doctor_finds_and_repairs_a_store_written_before_the_door_checks(tmp_pat
 
     fixed = runner.invoke(app, [*args, "--fix"], env=ENV)
     assert fixed.exit_code == 0, fixed.output
-    assert "repaired 3 lesson(s) and 3 attempt(s)" in fixed.output
+    assert "repaired 3 lesson(s), 3 attempt(s) and 0 outcome(s)" in fixed.output
 
     clean = runner.invoke(app, args, env=ENV)
     assert clean.exit_code == 0 and "no unusable" in clean.output
@@ -115,3 +115,63 @@ def test_doctor_finds_and_repairs_a_store_written_before_the_door_checks(tmp_pat
         assert not [w for w in answer.warnings if "left out" in w]
     finally:
         service.close()
+
+
+def test_doctor_names_rows_it_cannot_read_and_repairs_outcomes_too(tmp_path: Path):
+    """Issue 39, case 7: values written by hand into SQLite (a hint and params that are not
+    JSON, a text latency, an outcome crediting no list, a reward of 7) are each named by their
+    row, repaired by --fix, and the export then imports into an empty store."""
+    from sqlalchemy import text
+
+    from tunemem.memory_service.core.schemas.learning import (
+        ContextIn,
+        RetrieveRequest,
+        TaskIn,
+    )
+    from tunemem.memory_service.core.schemas.outcomes import OutcomeIn, ReportRequest
+
+    data_dir = tmp_path / "store"
+    ids = _old_store(data_dir)
+    service = MemoryService(Settings(data_dir=data_dir, **SETTINGS))
+    try:
+        got = service.retrieve(
+            RetrieveRequest(
+                task=TaskIn(op="softmax"), context=ContextIn(chip="a100"), stage="draft", k=3
+            )
+        )
+        used = [lesson.id for lesson in got.lessons[:1]]
+        service.report(
+            ReportRequest(
+                retrieval_id=got.retrieval_id,
+                used=used,
+                outcome=OutcomeIn(compiled=True, correct=True, latency_ms=1.0),
+            )
+        )
+    finally:
+        service.close()
+    bad_lesson = ids["config-list"]
+    with Session(MemoryService(Settings(data_dir=data_dir, **SETTINGS)).engine) as session:
+        session.execute(
+            text("UPDATE lesson SET hint = '{not json' WHERE id = :i"), {"i": bad_lesson}
+        )
+        session.execute(text("UPDATE attempt SET params = 'BLOCK=64' WHERE \"index\" = 0"))
+        session.execute(text("UPDATE attempt SET latency_ms = 'fast' WHERE \"index\" = 1"))
+        session.execute(text("UPDATE outcome SET lessons = '\"x\"', reward = 7"))
+        session.commit()
+    args = ["doctor", "--data-dir", str(data_dir)]
+    found = runner.invoke(app, args, env=ENV)
+    assert found.exit_code == 1, found.output
+    assert f"lesson {bad_lesson}: hint not JSON" in found.output
+    assert "attempt 0: params: not JSON" in found.output
+    assert "attempt 1: latency_ms is not a number" in found.output
+    assert "outcome 1: lessons is not a list of ids; reward 7 is outside -1..1" in found.output
+    fixed = runner.invoke(app, [*args, "--fix"], env=ENV)
+    assert fixed.exit_code == 0, fixed.output
+    clean = runner.invoke(app, args, env=ENV)
+    assert clean.exit_code == 0 and "no unusable" in clean.output, clean.output
+    bundle = tmp_path / "export.jsonl"
+    exported = runner.invoke(app, ["export", str(bundle), "--data-dir", str(data_dir)], env=ENV)
+    assert exported.exit_code == 0, exported.output
+    other = tmp_path / "other"
+    imported = runner.invoke(app, ["import", str(bundle), "--data-dir", str(other)], env=ENV)
+    assert imported.exit_code == 0, imported.output

@@ -31,7 +31,7 @@ HEAVY = (
     "tunemem.memory_service.core.sql.store",
     "numpy",
     "tunemem.retrieval.generalised",
-    "agent_client",
+    "tunemem.agent_client",
     "tunemem.memory_service.cli.bench",
     "tunemem.memory_service.cli.tune",
     "tunemem.memory_service.cli.agent",

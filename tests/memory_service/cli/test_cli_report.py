@@ -84,3 +84,23 @@ def test_correct_and_incorrect_together_are_refused_and_record_nothing(tmp_path:
         assert refused.exit_code == 2, refused.output
         assert "--correct and --incorrect" in " ".join(refused.output.split())
     assert "from 0 outcomes" in invoke("values", "rebuild", *data).output
+
+
+def test_a_typed_report_is_stored_as_hand_entered(tmp_path: Path):
+    """Issue 36: numbers a person typed are kept apart from a tool's measurements."""
+    from sqlmodel import select
+
+    from tunemem.memory_service.core.settings import Settings
+    from tunemem.memory_service.core.sql.tables import Outcome
+    from tunemem.memory_service.service import MemoryService
+
+    data = synthetic_store(tmp_path)
+    rid = retrieve_id(data)
+    assert invoke("report", rid, "--correct", "--latency-ms", "1.0", *data).exit_code == 0
+    service = MemoryService(Settings(data_dir=tmp_path / "store", index="memory"))
+    try:
+        with service.store.session() as session:
+            rows = list(session.exec(select(Outcome)))
+    finally:
+        service.close()
+    assert [(o.origin, o.device_reported) for o in rows] == [("hand-entered", None)]

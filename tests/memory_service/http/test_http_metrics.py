@@ -43,3 +43,16 @@ def test_serve_with_workers_needs_the_server_mode(tmp_path, monkeypatch) -> None
     assert result.exit_code != 0
     assert "server mode" in result.output
     assert not (tmp_path / "store").exists()
+
+
+def test_metrics_of_a_keyed_server_need_a_key(service) -> None:
+    """Issue 39, case 8: /metrics answered 200 without a key on a keyed server."""
+    from fastapi.testclient import TestClient
+
+    from tunemem.memory_service.http.app import create_app
+
+    _, secret = service.create_key("reader", name="prometheus")
+    with TestClient(create_app(service)) as client:
+        assert client.get("/metrics").status_code == 401
+        keyed = client.get("/metrics", headers={"Authorization": f"Bearer {secret}"})
+        assert keyed.status_code == 200 and "tunemem_requests_total" in keyed.text

@@ -78,7 +78,9 @@ def test_suggestions_follow_the_contract_and_credit_reported_outcomes(filled: Te
     # The memory's own chip's best configuration comes first, as an exemplar with its lesson.
     assert first["source"] == "exemplar"
     assert first["config"] == {"BLOCK": 256, "WARPS": 4}
-    assert [set(lesson) for lesson in first["lessons"]] == [{"id", "value", "value_scope", "n"}]
+    assert [set(lesson) for lesson in first["lessons"]] == [
+        {"id", "value", "value_scope", "n", "source_run"}
+    ]
     for item in suggestions:
         assert item["source"] in {"exemplar", "preference", "model", "search"}
         assert item["config"]["BLOCK"] in BLOCKS and item["config"]["WARPS"] in WARPS

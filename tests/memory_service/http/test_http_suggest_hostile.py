@@ -71,10 +71,15 @@ def test_a_space_of_values_python_calls_equal_answers_every_configuration(
     assert len(configs) == min(size, 20) and len(tagged) == len(configs)
 
 
-def test_integers_past_64_bits_in_a_space_are_a_422(client: TestClient):
-    body = {"task": TASK, "space": {"params": {"BLOCK": [1, 10**400]}}, "k": 1}
+@pytest.mark.parametrize("big", [10**400, 2**63, 2**64 - 1, -(2**63)])
+def test_integers_past_64_bits_in_a_space_are_a_422(client: TestClient, big: int):
+    """2^63 and up used to become floats (issue 39, case 8)."""
+    body = {"task": TASK, "space": {"params": {"BLOCK": [1, big]}}, "k": 1}
     response = client.post("/v1/suggest", json=body)
     assert response.status_code == 422 and response.json()["code"]
+    seen = {"config": {"BLOCK": big}, "latency_ms": 1.0}
+    body = {"task": TASK, "space": {"params": SPACE}, "observations": [seen], "k": 1}
+    assert client.post("/v1/suggest", json=body).status_code == 422
 
 
 BAD_HINTS = [

@@ -18,7 +18,7 @@ def _lesson(text: str) -> dict:
     return {"kind": "insight", "text": text, "applicability": {"op": "softmax"}}
 
 
-def _learn(client) -> list[str]:
+def _learn(client, stage: str = "draft") -> list[str]:
     """Three lessons; on a100, the first helped twice, the second failed once, the third was
     never tried."""
     ids = client.post("/v1/lessons", json={"lessons": [_lesson(t) for t in TEXTS]}).json()["ids"]
@@ -26,7 +26,7 @@ def _learn(client) -> list[str]:
         "query": "row softmax",
         "task": {"op": "softmax"},
         "context": {"chip": "a100"},
-        "stage": "draft",
+        "stage": stage,
         "k": 3,
     }
     for used, good in ((ids[0], True), (ids[0], True), (ids[1], False)):
@@ -78,3 +78,18 @@ def test_lessons_top_prints_both_ends_and_says_what_to_run_when_empty(client, se
     assert highest.index(ids[0]) < highest.index(ids[1])
     assert lowest.index(ids[1]) < lowest.index(ids[0])
     assert ids[2] not in shown.output  # never tried: not ranked
+
+
+def test_lessons_top_shows_the_stage_that_has_outcomes(client, service):
+    """Issue 39, first hour: after an agent run (whose outcomes are mostly at refine), `lessons
+    top` without --stage showed only the draft stage, empty; it shows each stage with outcomes."""
+    ids = _learn(client, stage="refine")
+    data = ["--data-dir", str(service.settings.data_dir)]
+    shown = CliRunner().invoke(cli_app, ["lessons", "top", "--chip", "a100", *data])
+    assert shown.exit_code == 0, shown.output
+    assert "stage refine" in shown.output and "stage draft" not in shown.output
+    assert ids[0] in shown.output
+    draft = CliRunner().invoke(
+        cli_app, ["lessons", "top", "--chip", "a100", "--stage", "draft", *data]
+    )
+    assert "no lesson has outcomes on a100 at stage draft" in draft.output

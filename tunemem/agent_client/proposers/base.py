@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tunemem.agent_client.models import RetrievedLesson, Stage
+from tunemem.retrieval.suggest_hints import config_key, space_size
 
 
 @dataclass(frozen=True)
@@ -96,17 +97,6 @@ class Proposer(ABC):
             A configuration with one value per parameter of `request.space`, the ids of the
             lessons of `request.lessons` that shaped it (credited by the service), and a reason.
         """
-
-
-def config_key(space: Mapping[str, Any], config: Mapping[str, Any]) -> tuple[Any, ...]:
-    return tuple(config.get(name) for name in space)
-
-
-def space_size(space: Mapping[str, tuple[Any, ...]]) -> int:
-    size = 1
-    for values in space.values():
-        size *= max(1, len(values))
-    return size
 
 
 def random_untried(request: ProposalRequest, rng: random.Random) -> dict[str, Any]:

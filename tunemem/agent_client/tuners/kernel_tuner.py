@@ -23,15 +23,22 @@ such the memory is not asked again.
 from __future__ import annotations
 
 import random
-import sys
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from tunemem.agent_client.client import MemoryClient
 from tunemem.agent_client.models import Outcome
-from tunemem.agent_client.tuners.memory_link import MemoryLink, Reporter, usable_suggestions
+from tunemem.agent_client.tuners.kernel_tuner_runner import (
+    device_name,
+    kernel_backend,
+    reported_device_name,
+    warn_stderr,
+)
+from tunemem.agent_client.tuners.memory_answers import usable_suggestions
+from tunemem.agent_client.tuners.memory_link import MemoryBusyError, MemoryLink, Reporter
 from tunemem.ingest.chip_context import UNKNOWN_BACKEND, chip_context
+from tunemem.ingest.provenance import Provenance
 from tunemem.ingest.readers.kerneltuner import op_name
 from tunemem.ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
 from tunemem.retrieval.suggest import (
@@ -46,46 +53,11 @@ from tunemem.retrieval.suggest_search import wide_search_step
 # Rounds in a row whose suggestions are all unusable (outside the space or its restrictions,
 # tried, malformed) before the memory is not asked again.
 IDLE_ROUNDS = 2
+# Rounds answered 429 in a row before the run stops asking a busy memory.
+BUSY_ROUNDS = 5
 # The most valid configurations the service takes in one request (its MAX_VALID): a larger
 # space is sent as its parameters alone, and suggestions outside the restrictions are skipped.
 VALID_SENT_MAX = 50_000
-
-
-# Kernel Tuner's kernel languages and the memory's backends (OpenCL runs on every vendor:
-# the device name has to tell).
-LANG_BACKENDS = {"CUDA": "cuda", "CUPY": "cuda", "NVCUDA": "cuda", "HIP": "hip", "C": "cpu"}
-
-
-def kernel_backend(runner: Any, kernel_options: Any) -> str | None:
-    """The memory's backend of a Kernel Tuner run, from its kernel language: the one the user
-    passed (`lang=`), else the one Kernel Tuner detected from a kernel source it was given (a
-    simulated run has no source, and its detected language says nothing)."""
-    lang = kernel_options.get("lang") if hasattr(kernel_options, "get") else None
-    if not lang:
-        source = getattr(runner, "kernel_source", None)
-        has_source = any(bool(s) for s in getattr(source, "kernel_sources", None) or [])
-        lang = getattr(source, "lang", None) if has_source else None
-    return LANG_BACKENDS.get(str(lang).upper()) if lang else None
-
-
-def _warn(message: str) -> None:
-    print(f"tunemem: {message}", file=sys.stderr)
-
-
-def device_name(runner: Any, warn: Callable[[str], None]) -> str | None:
-    """The device Kernel Tuner's runner runs on, as Kernel Tuner names it; None, with one
-    warning, from a runner that names none (Kernel Tuner 1.3's simulation runner has no
-    `get_device_info`): the memory then knows the run by its kernel and size only."""
-    get_info = getattr(runner, "get_device_info", None)
-    device = get_info() if callable(get_info) else getattr(runner, "dev", None)
-    name = getattr(device, "name", None)
-    if isinstance(name, str) and name:
-        return name
-    warn(
-        "Kernel Tuner's runner names no device (Kernel Tuner 1.4 or later does): pass "
-        "chip=... to MemoryStrategy so that the memory knows which GPU this run is on"
-    )
-    return None
 
 
 class MemoryStrategy:
@@ -120,7 +92,7 @@ class MemoryStrategy:
         upload: bool = True,
         timeout_s: float = 10.0,
         client: MemoryClient | None = None,
-        warn: Callable[[str], None] = _warn,
+        warn: Callable[[str], None] = warn_stderr,
     ) -> None:
         if not 1 <= k <= 100:
             raise ValueError(f"k must be between 1 and 100, not {k}")
@@ -180,7 +152,17 @@ class _Run:
             "kernel": self.kernel,
             "signature": {"problem_size": problem, "tune_params_keys": self.names},
         }
-        device = strategy.chip or device_name(runner, strategy.warn)
+        reported = (
+            reported_device_name(runner) if strategy.chip else device_name(runner, strategy.warn)
+        )
+        device = strategy.chip or reported
+        # Simulation mode answers from a cache file: nothing is timed, and the device it
+        # names ("Simulation", or the cache's) is no runtime's report.
+        simulated = bool(getattr(runner, "simulation_mode", False))
+        self.origin, self.device_reported = (
+            ("simulated", None) if simulated else ("measured", reported)
+        )
+        self.space_size = int(getattr(searchspace, "size", 0) or 0)
         # Kernel Tuner reports some devices by an empty name or a gfx target (AMD GPUs under
         # HIP, every simulated run): the backend then comes from the kernel language, so the
         # run is stored as an unknown chip of that backend instead of being refused.
@@ -195,6 +177,7 @@ class _Run:
         self.memory = strategy.client is not None
         self.rounds = 0
         self.idle_rounds = 0
+        self.busy_rounds = 0
         self.reporter = Reporter(self._report_failed)
         self._valid_keys: set[tuple[Any, ...]] | None = None
 
@@ -234,10 +217,19 @@ class _Run:
                 k=self.strategy.k,
                 seed=self.strategy.seed + self.rounds,
             )
+        except MemoryBusyError:  # up but busy: this round is the run's own, the next one asks
+            self.busy_rounds += 1
+            if self.busy_rounds >= BUSY_ROUNDS:
+                self._give_up(
+                    f"the memory answered busy (429) {self.busy_rounds} rounds in a row; "
+                    "own search continues"
+                )
+            return None
         except Exception as exc:  # the memory must never break the user's tuning
             self.reachable = False
             self._give_up(f"the memory is unreachable or refused ({exc}); own search continues")
             return None
+        self.busy_rounds = 0
         self.rounds += 1
         tried = [config_key(self.space, o.config) for o in self.observations]
         valid = self.valid_keys() if self.valid is not None else None
@@ -342,6 +334,7 @@ class _Run:
                 latency_ms=latency_ms,
                 best_before_ms=self.best_ms,
                 error=kind,
+                provenance={"origin": self.origin, "device_reported": self.device_reported},
             )
             self.reporter.submit(lambda: self._report(retrieval_id, outcome, used))
         if latency_ms is not None and (self.best_ms is None or latency_ms < self.best_ms):
@@ -392,8 +385,14 @@ class _Run:
             ),
             attempts=self.attempts,
             evidence={"tool": "kernel_tuner", "strategy": "tunemem", "sources": self.sources},
+            provenance=Provenance(self.origin, self.coverage(), self.device_reported),
         )
         return record.to_dict()
+
+    def coverage(self) -> str:
+        """complete when the run evaluated every valid configuration, else partial."""
+        whole = self.space_size and len(set(self.keys())) >= self.space_size
+        return "complete" if whole else "partial"
 
     def keys(self) -> Sequence[tuple[Any, ...]]:
         """The evaluated configurations in order (as tuples of the space's values)."""

@@ -5,15 +5,15 @@ bounded wait and one warning.
 - `MemoryLink` sends one request at a time under one deadline for the whole request (connect,
   headers and every byte of the answer: a memory that trickles one byte a second is cut at the
   deadline, not at each read), with no retry, and refuses an answer past `max_answer_bytes`
-  before it is held in memory. Every failure is one `MemoryLinkError`.
+  before it is held in memory. Every failure is one `MemoryLinkError`; a memory that answers
+  429 (its slots for this tenant are taken) raises `MemoryBusyError`, a kind of it that means
+  "busy, ask again later", not "away".
 - `Reporter` sends outcome reports and run uploads on one background thread, from a bounded
   queue; a failure is one warning, and what comes in the next `RETRY_AFTER_S` is dropped (a
   memory that failed is left alone that long, so a down memory costs one deadline, not one per
-  report); `flush` waits at most its bound.
-- `usable_suggestions` reads a suggest answer as untrusted data: only suggestions whose
-  configuration names exactly the user's parameters, with values of the user's own space (by
-  the service's value identity: true is not 1), inside the user's restrictions and untried, are
-  kept; the rest are counted.
+  report); a busy one (429) is left alone for its Retry-After, without a warning, its dropped
+  reports counted in `busy`; `flush` waits at most its bound.
+- `memory_answers.usable_suggestions` reads a suggest answer as untrusted data.
 """
 
 from __future__ import annotations
@@ -24,15 +24,13 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
 from tunemem.agent_client.models import Outcome
-from tunemem.retrieval.suggest_hints import identity, position
 
 # A suggest answer of 100 configurations with their predictions is tens of kilobytes; past this
 # it is not an answer.
@@ -41,10 +39,21 @@ MAX_ANSWER_BYTES = 4 * 1024 * 1024
 MAX_PENDING_REPORTS = 10_000
 # After a failed call the memory is left alone this long.
 RETRY_AFTER_S = 300.0
+# After a 429 without a Retry-After, a busy memory is left alone this long (it is up).
+BUSY_HOLD_S = 10.0
 
 
 class MemoryLinkError(RuntimeError):
     """The memory did not give a usable answer in time (down, slow, erring or malformed)."""
+
+
+class MemoryBusyError(MemoryLinkError):
+    """The memory answered 429: it is up but busy; a later request may be served
+    (`retry_after_s`: what its Retry-After header said, when it said a number)."""
+
+    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 def _headers(api_key: str | None) -> dict[str, str]:
@@ -137,6 +146,15 @@ class MemoryLink:
             return self._bounded(lambda: client.upload_trajectories(runs))
         return self.post("/v1/trajectories", {"trajectories": runs})
 
+    def list_lessons(self, **filters: Any) -> dict[str, Any]:
+        """GET /v1/lessons with the given filters (None ones left out); the answer unchecked."""
+        params = {k: v for k, v in filters.items() if v is not None}
+        client = self.client
+        if client is not None:
+            return self._bounded(lambda: client.list_lessons(**params))
+        deadline = time.monotonic() + self.timeout_s
+        return self._bounded(lambda: self._exchange("/v1/lessons", None, {}, deadline, params))
+
     def close(self) -> None:
         self._http.close()
 
@@ -174,9 +192,19 @@ class MemoryLink:
         raise MemoryLinkError(f"{type(value).__name__}: {value}") from value
 
     def _exchange(
-        self, path: str, body: dict[str, Any], headers: dict[str, str], deadline: float
+        self,
+        path: str,
+        body: dict[str, Any] | None,
+        headers: dict[str, str],
+        deadline: float,
+        params: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        with self._http.stream("POST", path, json=body, headers=headers) as response:
+        method = "GET" if body is None else "POST"
+        with self._http.stream(method, path, json=body, headers=headers, params=params) as response:
+            if response.status_code == 429:
+                raise MemoryBusyError(
+                    "the memory is busy (HTTP 429)", _seconds(response.headers.get("retry-after"))
+                )
             length = response.headers.get("content-length")
             if length and length.isdigit() and int(length) > self.max_answer_bytes:
                 raise MemoryLinkError(f"an answer of {int(length):,} bytes is too large")
@@ -204,6 +232,14 @@ class MemoryLink:
         return answer
 
 
+def _seconds(text: str | None) -> float | None:
+    try:
+        value = float(text) if text is not None else None
+    except ValueError:
+        return None
+    return value if value is not None and 0 <= value <= 3600 else None
+
+
 @dataclass
 class Reporter:
     """Reports and uploads, sent in the background of the user's loop (see the module).
@@ -219,8 +255,10 @@ class Reporter:
     retry_after_s: float = RETRY_AFTER_S
     sent: int = 0
     dropped: int = 0
+    busy: int = 0
     error: str | None = None
     _failed_at: float = field(default=-math.inf, repr=False)
+    _hold_s: float = field(default=0.0, repr=False)
     _jobs: queue.Queue[Callable[[], Any]] = field(default_factory=queue.Queue, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -228,7 +266,7 @@ class Reporter:
     @property
     def failed(self) -> bool:
         """Whether a failure is recent enough that jobs are dropped."""
-        return time.monotonic() < self._failed_at + self.retry_after_s
+        return time.monotonic() < self._failed_at + self._hold_s
 
     def submit(self, job: Callable[[], Any]) -> bool:
         """Queue one job (a call through a `MemoryLink`); False when it is dropped."""
@@ -260,8 +298,13 @@ class Reporter:
                     self.sent += 1
                 else:
                     self.dropped += 1
+            except MemoryBusyError as exc:  # up but busy: a pause, not a failure
+                self.busy += 1
+                self._hold_s = exc.retry_after_s or BUSY_HOLD_S
+                self._failed_at = time.monotonic()
             except Exception as exc:  # a report that fails must never reach the user's loop
                 self.error = brief(exc)
+                self._hold_s = self.retry_after_s
                 self._failed_at = time.monotonic()
                 self.warn(f"reporting to the memory failed ({self.error})")
             finally:
@@ -279,82 +322,3 @@ def brief(exc: BaseException) -> str:
     """An exception in one short line."""
     text = str(exc).splitlines()[0] if str(exc) else ""
     return f"{type(exc).__name__}: {text}"[:200]
-
-
-@dataclass(frozen=True)
-class Usable:
-    """A suggestion that passed the checks: its configuration, credited lessons and source."""
-
-    config: dict[str, Any]
-    lessons: list[str]
-    source: str
-
-
-def suggestion_list(answer: Any) -> tuple[list[dict[str, Any]], int]:
-    """The well-formed suggestions of an answer (objects with an object `config`), and how many
-    were not."""
-    items = answer.get("suggestions") if isinstance(answer, dict) else None
-    if not isinstance(items, list):
-        return [], 1
-    good = [s for s in items if isinstance(s, dict) and isinstance(s.get("config"), dict)]
-    return good, len(items) - len(good)
-
-
-def lesson_ids(suggestion: Mapping[str, Any]) -> list[str]:
-    """The credited lessons' ids of a suggestion (strings only; anything else is dropped)."""
-    lessons = suggestion.get("lessons")
-    if not isinstance(lessons, list):
-        return []
-    return [
-        lesson["id"]
-        for lesson in lessons
-        if isinstance(lesson, dict) and isinstance(lesson.get("id"), str)
-    ][:100]
-
-
-def usable_suggestions(
-    answer: Any,
-    space: Mapping[str, Sequence[Any]],
-    valid: Iterable[tuple[Any, ...]] | None,
-    tried: Iterable[tuple[Any, ...]],
-    *,
-    known: bool = False,
-) -> tuple[list[Usable], int]:
-    """The suggestions of `answer` the user's own space admits (see the module), each once, in
-    the memory's order; and how many were refused. `known`: `valid` is already a set of
-    identity keys (a caller asking many rounds builds it once)."""
-    items, refused = suggestion_list(answer)
-    names = list(space)
-    allowed = {name: tuple(values) for name, values in space.items()}
-    valid_keys: AbstractSet[tuple[Any, ...]] | None = None
-    if valid is not None:
-        valid_keys = (
-            valid if known and isinstance(valid, AbstractSet) else {identity(k) for k in valid}
-        )
-    taken = {identity(key) for key in tried}
-    out: list[Usable] = []
-    for item in items:
-        config = item["config"]
-        if set(config) != set(names):
-            refused += 1
-            continue
-        at = [position(config[name], allowed[name]) for name in names]
-        if any(i is None for i in at):
-            refused += 1
-            continue
-        # The user's own values (the same objects Kernel Tuner or Triton gave), not the memory's.
-        key = tuple(allowed[name][i] for name, i in zip(names, at, strict=True) if i is not None)
-        same_key = identity(key)
-        if same_key in taken or (valid_keys is not None and same_key not in valid_keys):
-            refused += 1
-            continue
-        taken.add(same_key)
-        source = item.get("source")
-        out.append(
-            Usable(
-                dict(zip(names, key, strict=True)),
-                lesson_ids(item),
-                source if isinstance(source, str) else "",
-            )
-        )
-    return out, refused

@@ -5,8 +5,15 @@ exemplar lesson per file, its hint listing the configuration chosen per batch si
 for a target shape, batch size and chip; suggestions of `POST /v1/suggest` given this run's
 observations (the service's performance model learns from what the run has reported so far);
 and every timing, reported back as a trajectory per batch size and round plus outcomes of the
-suggestions timed. The first failure prints one warning and the memory is left alone for the
-rest of the run: the tuning goes on without it.
+suggestions timed.
+
+The memory is untrusted, on the tuners' policy (`memory_link`): every request is bounded by
+one deadline (answer included), never retried, and its answer capped; every shipped entry and
+every suggestion is checked against the layer (a positive E and N) and vLLM's space
+(`kernels.moe_space.config_problem`) before it may be timed, and what fails the checks is
+counted, never timed. The first failure prints one warning and the memory is left alone for
+the rest of the run: the tuning goes on without it. A memory that answers 429 is busy, not
+away: that request's help is skipped and the next round asks again.
 """
 
 from __future__ import annotations
@@ -17,9 +24,23 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from tunemem.agent_client.client import MemoryClient
 from tunemem.agent_client.models import Outcome
-from tunemem.kernels.moe_space import PARAMS, kernel_accepts, normalise, shape_distance
+from tunemem.agent_client.tuners.memory_answers import usable_suggestions
+from tunemem.agent_client.tuners.memory_link import (
+    MAX_ANSWER_BYTES,
+    MemoryBusyError,
+    MemoryLink,
+    MemoryLinkError,
+    brief,
+)
+from tunemem.kernels.moe_space import (
+    PARAMS,
+    config_key,
+    config_problem,
+    normalise,
+    shape_distance,
+    shape_problem,
+)
 
 OP = "fused_moe"
 KERNEL = "fused_moe_kernel"
@@ -31,6 +52,11 @@ BATCH_WEIGHT = 0.35
 CHIP_WEIGHT = 2.0
 DTYPE_PENALTY = 1.0
 PAGE = 500
+# Pages of shipped files read at most (10,000 files; vLLM ships a few hundred): a memory that
+# answers full pages for ever is cut here.
+MAX_PAGES = 20
+# Suggest answers in a row holding nothing usable before the memory is not asked again.
+IDLE_ANSWERS = 2
 
 
 class MemoryUnavailableWarning(UserWarning):
@@ -54,31 +80,43 @@ def _dtype_of(signature: dict[str, Any]) -> str:
     return "fp8_w8a8" if signature.get("dtype") == "fp8_w8a8" else str(signature.get("dtype"))
 
 
-def entries_of(lesson: dict[str, Any]) -> list[ShippedEntry]:
-    """A vLLM exemplar lesson's per-batch-size entries (none when it is another kind)."""
-    applicability = lesson.get("applicability") or {}
-    signature = applicability.get("signature") or {}
-    hint = lesson.get("hint") or {}
-    chips = applicability.get("chips") or []
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def entries_of(lesson: Any) -> list[ShippedEntry]:
+    """A vLLM exemplar lesson's per-batch-size entries: none when it is another kind, names
+    no MoE layer (E and N positive integers), or holds nothing of vLLM's space; an entry whose
+    configuration is outside vLLM's space is left out."""
+    lesson = _object(lesson)
+    applicability = _object(lesson.get("applicability"))
+    signature = _object(applicability.get("signature"))
+    hint = _object(lesson.get("hint"))
+    chips = _list(applicability.get("chips"))
     if signature.get("block_shape") or signature.get("backend") or not chips:
         return []  # block-quantised and other backends are other kernels
-    try:
-        experts, n = int(signature["E"]), int(signature["N"])
-    except (KeyError, TypeError, ValueError):
+    if shape_problem(signature.get("E"), signature.get("N")) or not isinstance(chips[0], str):
         return []
+    experts, n = int(signature["E"]), int(signature["N"])
     dtype = _dtype_of(signature) if signature.get("dtype") else "bfloat16"
     out = []
-    for group in hint.get("by_shape") or []:
+    for group in _list(hint.get("by_shape")):
+        group = _object(group)
         try:
-            config = normalise(group.get("config") or {})
-        except (KeyError, ValueError, TypeError):
+            config = normalise(_object(group.get("config")))
+        except (KeyError, ValueError, TypeError, OverflowError):
             continue
-        if not kernel_accepts(config):
+        if config_problem(config):
             continue
-        for shape in group.get("shapes") or []:
-            if isinstance(shape.get("M"), int):
+        for shape in _list(group.get("shapes")):
+            m = _object(shape).get("M")
+            if isinstance(m, int) and not isinstance(m, bool) and m >= 1:
                 out.append(
-                    ShippedEntry(str(lesson["id"]), chips[0], experts, n, dtype, shape["M"], config)
+                    ShippedEntry(str(lesson.get("id")), chips[0], experts, n, dtype, m, config)
                 )
     return out
 
@@ -124,41 +162,76 @@ def chip_similarities(target: str, chips: set[str]) -> dict[str, float]:
 
 
 class MoeMemory:
-    """The memory's part in one tuning run; every call fails soft after one warning."""
+    """The memory's part in one tuning run; every call fails soft after one warning.
 
-    def __init__(self, url: str | None, client: MemoryClient | None = None, **client_kw: Any):
+    Args:
+        url: the memory's address (None, with no client: no memory).
+        client: an object with `MemoryClient`'s `list_lessons`, `suggest`, `report` and
+            `upload_trajectories` (tests, a replayed dump); its calls get the same deadline.
+        api_key, timeout_s, max_answer_bytes: the link's (`memory_link.MemoryLink`).
+    """
+
+    def __init__(
+        self,
+        url: str | None,
+        client: Any | None = None,
+        *,
+        api_key: str | None = None,
+        timeout_s: float = 10.0,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
+    ) -> None:
         self.url = url
-        self.client = (
-            client if client is not None else (MemoryClient(url, **client_kw) if url else None)
+        self.link = (
+            MemoryLink(
+                url or "http://client",
+                api_key,
+                timeout_s=timeout_s,
+                max_answer_bytes=max_answer_bytes,
+                client=client,
+            )
+            if url is not None or client is not None
+            else None
         )
-        self.down = self.client is None
+        self.down = self.link is None
         self.warnings: list[str] = []
         self.sent = 0
         self.failed_reports = 0
+        self.refused = 0  # suggestions outside the run's pool (vLLM's space), tried or malformed
+        self.busy = 0  # requests answered 429
+        self.idle = 0  # suggest answers in a row with nothing usable and something refused
 
     def _fail(self, what: str, exc: BaseException) -> None:
-        text = str(exc).splitlines()[0] if str(exc) else ""
-        brief = f"{type(exc).__name__}: {text[:160]}"
-        message = f"tunemem: memory at {self.url} unavailable ({what}: {brief})"
+        if isinstance(exc, MemoryBusyError):
+            self.busy += 1
+            if self.busy == 1:
+                self.warnings.append(
+                    f"tunemem: memory at {self.url} busy ({what}); asked again next round"
+                )
+            return
+        why = str(exc)[:200] if isinstance(exc, MemoryLinkError) else brief(exc)
+        message = f"tunemem: memory at {self.url} unavailable ({what}: {why})"
         self.down = True
         self.warnings.append(message)
         warnings.warn(message + "; tuning goes on without it", MemoryUnavailableWarning, 3)
 
     def shipped(self) -> list[ShippedEntry]:
-        """Every per-batch-size entry of the shipped files the memory holds."""
-        if self.down or self.client is None:
+        """Every per-batch-size entry of the shipped files the memory holds (those of a MoE
+        layer and of vLLM's space: `entries_of`)."""
+        if self.down or self.link is None:
             return []
         out: list[ShippedEntry] = []
-        offset = 0
         try:
-            while True:
-                page = self.client.list_lessons(op=OP, kind="exemplar", limit=PAGE, offset=offset)
-                lessons = page.get("data") or []
+            for page_no in range(MAX_PAGES):
+                page = self.link.list_lessons(
+                    op=OP, kind="exemplar", limit=PAGE, offset=page_no * PAGE
+                )
+                lessons = page.get("data") if isinstance(page, dict) else None
+                if not isinstance(lessons, list):
+                    raise ValueError("the answer holds no list of lessons")
                 for lesson in lessons:
                     out.extend(entries_of(lesson))
                 if len(lessons) < PAGE:
                     break
-                offset += PAGE
         except Exception as exc:  # whatever the memory does, the tuning goes on
             self._fail("listing shipped configurations", exc)
             return []
@@ -174,8 +247,9 @@ class MoeMemory:
         seed: int,
     ) -> tuple[str | None, list[tuple[dict[str, int], str, list[str]]]]:
         """The service's next configurations of `valid` given the observations:
-        (retrieval id, [(config, source, lesson ids)])."""
-        if self.down or self.client is None:
+        (retrieval id, [(config, source, lesson ids)]); only untried configurations of
+        `valid` (the run's pool, all of vLLM's space) come back."""
+        if self.down or self.link is None:
             return None, []
         params: dict[str, list[int]] = {p: sorted({c[p] for c in valid}) for p in PARAMS}
         body_obs = [
@@ -185,7 +259,7 @@ class MoeMemory:
             for c, us in observations
         ]
         try:
-            answer = self.client.suggest(
+            answer = self.link.suggest(
                 task=task,
                 context=context,
                 space={"params": params, "valid": valid},
@@ -197,13 +271,32 @@ class MoeMemory:
         except Exception as exc:
             self._fail("suggest", exc)
             return None, []
+        usable, refused = usable_suggestions(
+            answer,
+            params,
+            [config_key(c) for c in valid],
+            [config_key(c) for c, _ in observations],
+        )
         out = []
-        for item in answer.get("suggestions") or []:
-            config = item.get("config") or {}
-            if set(config) == set(PARAMS):
-                ids = [str(lesson["id"]) for lesson in item.get("lessons") or []]
-                out.append(({p: int(config[p]) for p in PARAMS}, str(item.get("source")), ids))
-        return answer.get("retrieval_id"), out
+        for item in usable:
+            config = {p: item.config[p] for p in PARAMS}
+            if config_problem(config):
+                refused += 1
+                continue
+            out.append((config, item.source, item.lessons))
+        self.refused += refused
+        self.idle = self.idle + 1 if refused and not out else 0
+        if self.idle >= IDLE_ANSWERS:
+            self._fail(
+                "suggest",
+                ValueError(
+                    f"{self.idle} answers in a row held no untried configuration of vLLM's "
+                    f"space ({self.refused} suggestion(s) refused)"
+                ),
+            )
+            return None, []
+        rid = answer.get("retrieval_id")
+        return (rid if isinstance(rid, str) else None), out
 
     def report(
         self,
@@ -211,10 +304,12 @@ class MoeMemory:
         context: dict[str, Any],
         timed: list[dict[str, Any]],
         evidence: dict[str, Any],
+        provenance: dict[str, Any] | None = None,
     ) -> None:
         """One round of one batch size back to the memory: outcomes of the suggestions that
-        were timed (against their retrieval), then the round as a trajectory."""
-        if self.down or self.client is None or not timed:
+        were timed (against their retrieval), then the round as a trajectory; `provenance`
+        ({origin, device_reported}) says how the timings were obtained."""
+        if self.down or self.link is None or not timed:
             return
         try:
             best: float | None = evidence.get("best_before_us")
@@ -227,19 +322,20 @@ class MoeMemory:
                         latency_ms=row["us"] / 1e3 if ok else None,
                         best_before_ms=best / 1e3 if best is not None else None,
                         error=None if ok else (row.get("error") or "failed")[:200],
+                        provenance=dict(provenance) if provenance else None,
                     )
-                    self.client.report(row["retrieval_id"], outcome, used=row["lessons"])
+                    self.link.report(row["retrieval_id"], outcome, used=row["lessons"])
                 if row["us"] is not None:
                     best = row["us"] if best is None else min(best, row["us"])
-            self.client.upload_trajectories([trajectory(task, context, timed, evidence)])
+            self.link.upload_trajectories([trajectory(task, context, timed, evidence, provenance)])
             self.sent += 1
         except Exception as exc:
             self.failed_reports += 1
             self._fail("report", exc)
 
     def close(self) -> None:
-        if self.client is not None:
-            self.client.close()
+        if self.link is not None:
+            self.link.close()
 
 
 def trajectory(
@@ -247,6 +343,7 @@ def trajectory(
     context: dict[str, Any],
     timed: list[dict[str, Any]],
     evidence: dict[str, Any],
+    provenance: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One round of one batch size as a native trajectory record (latencies in ms)."""
     attempts = []
@@ -282,4 +379,6 @@ def trajectory(
             **{k: v for k, v in evidence.items() if k != "best_before_us"},
         },
         "synthetic": False,
+        # One round times a few configurations of the batch size: a partial run.
+        "provenance": {**(provenance or {"origin": "unstated"}), "coverage": "partial"},
     }

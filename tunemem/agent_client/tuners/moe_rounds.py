@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tunemem.agent_client.tuners.moe_memory import KERNEL, OP, MoeMemory, rank_shipped
-from tunemem.kernels.moe_space import DTYPES, PARAMS, config_key, default_config
+from tunemem.kernels.moe_space import DTYPES, PARAMS, config_key, config_problem, default_config
 
 FALLBACK_SEED = 0
 Benchmark = Callable[..., float]
@@ -56,15 +56,23 @@ def grid_distance(a: dict[str, int], b: dict[str, int]) -> float:
     return total
 
 
-def default_device_name() -> str:
+def runtime_device_name() -> str | None:
+    """The GPU torch reports in this process, or None (no torch, no GPU)."""
     try:
         import torch
 
         if torch.cuda.is_available():
-            return torch.cuda.get_device_name()
+            return str(torch.cuda.get_device_name())
     except ImportError:
         pass
-    raise ValueError("no GPU here: give device_name (vLLM's file name carries it)")
+    return None
+
+
+def default_device_name() -> str:
+    name = runtime_device_name()
+    if name is None:
+        raise ValueError("no GPU here: give device_name (vLLM's file name carries it)")
+    return name
 
 
 def default_benchmark() -> Benchmark:
@@ -93,6 +101,10 @@ class Run:
         self.pool = pool
         self.pool_keys = {config_key(c) for c in pool}
         self.context = context
+        self.provenance: dict[str, Any] = {"origin": "unstated", "device_reported": None}
+        # Rounds in which nothing has timed yet anywhere in the run wait here: a run that
+        # times nothing (no GPU, a broken kernel) uploads nothing.
+        self.held: list[tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]] = []
         self.timed: dict[int, list[dict[str, Any]]] = {m: [] for m in batch_sizes}
         self.seen: dict[int, set[tuple[int, ...]]] = {m: set() for m in batch_sizes}
         self.exhausted: set[int] = set()
@@ -162,14 +174,27 @@ class Run:
         self, m: int, picks: list[tuple[dict[str, int], str, str | None, list[str]]], round_no: int
     ) -> None:
         before = [r["us"] for r in self.timed[m] if r["us"] is not None]
-        rows = [self.measure(m, c, origin, round_no, rid, ids) for c, origin, rid, ids in picks]
+        # The last door before the user's timing function: nothing outside vLLM's space.
+        rows = [
+            self.measure(m, c, origin, round_no, rid, ids)
+            for c, origin, rid, ids in picks
+            if config_problem(c) is None
+        ]
         evidence = {
             "round": round_no,
             "batch_size": m,
             "device": self.device_name,
             "best_before_us": min(before) if before else None,
         }
-        self.memory.report(self.task(m), self.context, rows, evidence)
+        self.held.append((self.task(m), rows, evidence))
+        if self.any_timed():
+            for task, held_rows, held_evidence in self.held:
+                self.memory.report(task, self.context, held_rows, held_evidence, self.provenance)
+            self.held.clear()
+
+    def any_timed(self) -> bool:
+        """Whether any configuration of any batch size has timed in this run."""
+        return any(r["us"] is not None for rows in self.timed.values() for r in rows)
 
 
 def _dtype_arg(shape: MoeShape) -> Any:

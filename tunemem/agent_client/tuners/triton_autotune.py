@@ -25,7 +25,9 @@ from typing import Any
 from tunemem.agent_client.client import MemoryClient
 from tunemem.agent_client.tuners import triton_choice
 from tunemem.agent_client.tuners.memory_link import (
+    BUSY_HOLD_S,
     RETRY_AFTER_S,
+    MemoryBusyError,
     MemoryLink,
     Reporter,
     brief,
@@ -118,6 +120,7 @@ class MemoryTuning:
         self._call: tuple[tuple[Any, ...], dict[str, Any]] | None = None
         self._measured: dict[Any, tuple[Any, Any]] = {}
         self._down_until = 0.0
+        self._busy_said = False
         self.reporter = Reporter(self._report_failed)
         self._context: dict[str, Any] | None = None
         # How the memory names the operator and the kernel; attach() fills in the function's.
@@ -252,6 +255,12 @@ class MemoryTuning:
             body["options"] = self.options
         try:
             return self.client.suggest(**body)
+        except MemoryBusyError as exc:  # up but busy: this key is Triton's, a later one asks
+            self._down_until = time.monotonic() + (exc.retry_after_s or BUSY_HOLD_S)
+            if not self._busy_said:
+                self._busy_said = True
+                self._warn(f"memory at {self.memory_url} busy (429); asked again later")
+            return None
         except Exception as exc:  # whatever the memory does, the user's tuning goes on
             self._down_until = time.monotonic() + RETRY_AFTER_S
             self._warn(f"memory at {self.memory_url} unavailable ({brief(exc)})")

@@ -98,10 +98,17 @@ class Pending:
     search: Any = None  # the key's `triton_rounds.SearchResult`, when it searched in rounds
 
 
+def measured_here() -> dict[str, Any]:
+    """The provenance of Triton's timings in this process: measured, on the device the runtime
+    names (whatever chip the caller's context overrides name)."""
+    return {"origin": "measured", "device_reported": device_context()["chip"]}
+
+
 def outcomes(
     pending: Pending, measured: list[tuple[dict[str, Any], float]]
 ) -> list[dict[str, Any]]:
     """One outcome per suggested configuration that was timed, in timing order."""
+    provenance = measured_here()
     out: list[dict[str, Any]] = []
     best: float | None = None
     for params, ms in measured:
@@ -115,6 +122,7 @@ def outcomes(
                 latency_ms=ms if ok else None,
                 best_before_ms=best,
                 error=None if ok else "Triton's benchmark failed (out of resources)",
+                provenance=provenance,
             )
             out.append({"used": lessons, "outcome": outcome, "retrieval_id": retrieval_id})
         if ok:
@@ -174,6 +182,11 @@ def trajectory(
             "latency_ms": "Triton autotuner's benchmark (median)",
         },
         "synthetic": False,
+        "provenance": {
+            **measured_here(),
+            # Every configuration the caller listed timed: the whole space it declared.
+            "coverage": "complete" if len(measured) >= pending.given else "partial",
+        },
     }
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from types import ModuleType
 
 from tunemem.ingest.errors import ReaderError, UnknownFormatError
+from tunemem.ingest.provenance import READER_ORIGINS
 from tunemem.ingest.records import RejectedRecord, TrajectoryRecord
 from tunemem.ingest.sources import DEFAULT_MAX_FILE_BYTES
 from tunemem.ingest.validate import record_problem
@@ -34,6 +35,7 @@ READERS: dict[str, str] = {
     "kernelbench-timing": "tunemem.ingest.readers.kernelbench_timing",
     "kernelbench-run": "tunemem.ingest.readers.kernelbench_run",
     "triton-autotune": "tunemem.ingest.readers.triton_autotune",
+    "helion-autotune": "tunemem.ingest.readers.helion_autotune",
     "openevolve": "tunemem.ingest.readers.openevolve",
 }
 
@@ -179,6 +181,7 @@ def _read_checked(
         for record in reader.read(path, max_bytes=max_file_bytes):
             count += 1
             if isinstance(record, TrajectoryRecord):
+                _default_provenance(record, reader.FORMAT)
                 problem = record_problem(record)
                 if problem:
                     record = RejectedRecord(str(path), f"trajectory {count}", problem)
@@ -190,3 +193,13 @@ def _read_checked(
         # the error, after whatever the reader yielded before it.
         reason = f"reader {reader.FORMAT} failed: {type(exc).__name__}: {str(exc)[:300]}"
         yield RejectedRecord(str(path), "file", reason)
+
+
+def _default_provenance(record: TrajectoryRecord, fmt: str) -> None:
+    """A file's records are what the file is (`provenance.READER_ORIGINS`), unless the record
+    says otherwise (tunemem's own JSONL carries each run's); a file that is not known to hold
+    a whole search space holds part of one."""
+    if record.provenance.origin == "unstated" and fmt in READER_ORIGINS:
+        record.provenance.origin = READER_ORIGINS[fmt]
+        if record.provenance.coverage == "unstated":
+            record.provenance.coverage = "partial"

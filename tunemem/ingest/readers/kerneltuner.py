@@ -17,6 +17,9 @@ An "open" cache, the file an interrupted Kernel Tuner run leaves (its entries en
 the closing braces never written), is read as Kernel Tuner itself reads it: closed first, and
 `evidence["open_cache"]` says so.
 
+The trajectory's provenance is `recorded`, its coverage `complete` or `partial` as
+`provenance.kerneltuner_coverage` decides from the file (`evidence["coverage_basis"]` says why).
+
 When `device_name` is empty (some HIP caches), the chip is taken from the file name if the
 platform registry knows it, and `evidence["chip_from"]` says so.
 """
@@ -32,6 +35,7 @@ from typing import Any
 from tunemem.ingest.chip_context import chip_context_with_fallback
 from tunemem.ingest.error_categories import failure_category
 from tunemem.ingest.errors import FileUnreadableError, FormatMismatchError
+from tunemem.ingest.provenance import Provenance, kerneltuner_coverage
 from tunemem.ingest.records import (
     AttemptRecord,
     ContextSpec,
@@ -120,6 +124,7 @@ def read(
         raise FormatMismatchError(path, _no_usable_entry(doc["cache"], keys, rejects))
     yield from rejects
     problem_size = doc.get("problem_size")
+    coverage, coverage_basis = kerneltuner_coverage(declared, keys, [a.params for a in attempts])
     yield TrajectoryRecord(
         source_format=FORMAT,
         source=source_label(path, digest),
@@ -137,8 +142,10 @@ def read(
             "measured_at": first_stamp,
             "chip_from": chip_from,
             "path": str(path),
+            "coverage_basis": coverage_basis,
             **({"open_cache": True} if was_open else {}),
         },
+        provenance=Provenance(origin="recorded", coverage=coverage),
     )
 
 

@@ -11,6 +11,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
+from tunemem.ingest.provenance import Provenance
 from tunemem.ingest.records import AttemptRecord, ContextSpec, TaskSpec, is_feasible
 
 
@@ -93,3 +94,13 @@ class Runner(ABC):
             Facts such as the runner kind, toolchain versions, template hash and device name.
         """
         return {"runner": self.name}
+
+    def provenance(self) -> Provenance:
+        """How this runner's numbers are obtained (`ingest.provenance`): a runner that times
+        kernels says `measured` with the device the runtime reports; one that answers from a
+        recording says `replayed`. A run of a few attempts is `partial`.
+
+        Returns:
+            The provenance stored with the run's trajectory and sent with its outcomes.
+        """
+        return Provenance(origin="unstated", coverage="partial")

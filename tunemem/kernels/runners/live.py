@@ -12,6 +12,7 @@ import dataclasses
 import time
 from typing import Any
 
+from tunemem.ingest.provenance import Provenance
 from tunemem.ingest.records import ContextSpec, TaskSpec
 from tunemem.kernels import harness
 from tunemem.kernels.catalogue import get_task
@@ -81,6 +82,10 @@ class LiveRunner(Runner):
     def device_name(self) -> str:
         """The name of the device the kernels run on."""
         return self.device
+
+    def provenance(self) -> Provenance:
+        """Timed here: measured, on the device the runtime names."""
+        return Provenance(origin="measured", coverage="partial", device_reported=self.device_name())
 
     def chip(self) -> tuple[str, str, str]:
         """(chip id, backend, raw device name) of where the kernels run."""

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tunemem.ingest.provenance import Provenance
 from tunemem.ingest.readers.kerneltuner import entry_params
 from tunemem.ingest.records import ERROR_CATEGORIES, ContextSpec, TaskSpec, TrajectoryRecord
 from tunemem.kernels.runners.base import EvalResult, Runner
@@ -204,6 +205,10 @@ class ReplayRunner(Runner):
 
     def parameter_space(self) -> dict[str, list[Any]]:
         return {name: list(values) for name, values in self._recording.space.items()}
+
+    def provenance(self) -> Provenance:
+        """Answered from a recording: replayed, timed on no device now."""
+        return Provenance(origin="replayed", coverage="partial")
 
     def evaluate(self, config: dict[str, Any]) -> EvalResult:
         space = self._recording.space

@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 from typing import Annotated, Any
 
+import httpx
 import typer
 
 from tunemem.agent_client.context import DEFAULT_PLATEAU
+from tunemem.agent_client.models import MemoryAPIError
 from tunemem.memory_service.cli.common import ApiKeyOpt, console, fail
 
 agent_app = typer.Typer(help="Run the LangGraph tuning agent.", no_args_is_help=True)
@@ -120,6 +122,8 @@ def agent_run(
             )
     except typer.Exit:
         raise
+    except (httpx.HTTPError, httpx.InvalidURL, MemoryAPIError) as exc:
+        fail(_memory_problem(url, exc))
     except ValueError as exc:
         fail(str(exc))
     except RuntimeError as exc:  # no GPU, or the interpreter switched on too late
@@ -135,6 +139,17 @@ def agent_run(
         from tunemem.agent_client.live import summary_line
 
         console.print(summary_line(result, plateau), markup=False, highlight=False)
+
+
+def _memory_problem(url: str | None, exc: Exception) -> str:
+    """One line for a memory at --url that cannot be reached or refuses the agent."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if isinstance(exc, MemoryAPIError):
+        return f"the memory at {url} refused the agent ({text}); check --url and --api-key"
+    return (
+        f"cannot reach the memory at {url} ({text}); start it with `make run` or "
+        "`tunemem serve`, or leave out --url to tune without it"
+    )
 
 
 def _printer(format_attempt: Any) -> Any:

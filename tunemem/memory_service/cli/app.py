@@ -60,6 +60,8 @@ COMMANDS: dict[str, Entry] = {
     "keys": Entry("keys", "keys_app", group=True),
     "audit": Entry("audit", "audit_app", group=True),
     "tune": Entry("tune", "tune_app", group=True),
+    "capture": Entry("capture", "capture"),
+    "moe": Entry("moe", "moe_app", group=True),
     "agent": Entry("agent", "agent_app", group=True, optional=True),
 }
 

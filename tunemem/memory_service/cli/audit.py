@@ -19,7 +19,6 @@ from tunemem.memory_service.cli.common import (
     ApiKeyOpt,
     DataDirOpt,
     JsonOpt,
-    StageOpt,
     UrlOpt,
     clip,
     console,
@@ -29,17 +28,34 @@ from tunemem.memory_service.cli.common import (
     request_from,
     run_guarded,
 )
-from tunemem.memory_service.core.schemas.audit import AuditLevel, TransferAuditPublic, TransferQuery
-from tunemem.memory_service.http.audit_html import fill_advice, render_report
+from tunemem.memory_service.core.schemas.audit import (
+    AuditLevel,
+    PairOptimumPublic,
+    TransferAuditPublic,
+    TransferQuery,
+)
+from tunemem.memory_service.core.schemas.lessons import Stage
+from tunemem.memory_service.http.audit_advice import fill_advice, store_option
+from tunemem.memory_service.http.audit_html import render_report
 
 audit_app = typer.Typer(help="Audits over the outcome log.", no_args_is_help=True)
+
+
+def _optimum_cell(opt: PairOptimumPublic | None) -> str:
+    """mean / best, lessons measured (and those no target space measured)."""
+    if opt is None:
+        return "n/a"
+    unmeasured = f", {len(opt.not_measured)} not measured" if opt.not_measured else ""
+    if opt.mean_fraction is None or opt.best_fraction is None:
+        return f"not measured ({len(opt.not_measured)} lessons)"
+    return f"{opt.mean_fraction:.2f} / {opt.best_fraction:.2f}, {opt.n_lessons}{unmeasured}"
 
 
 def _fmt(value: float | None, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
 
 
-def print_matrix(audit: TransferAuditPublic) -> None:
+def print_matrix(audit: TransferAuditPublic, store: str = "") -> None:
     """One row per ordered pair: correlation, agreement, helped/hurt count, optimum reach."""
     table = Table(
         "source",
@@ -60,14 +76,12 @@ def print_matrix(audit: TransferAuditPublic) -> None:
             _fmt(pair.spearman, "+.2f"),
             _fmt(pair.sign_agreement, ".0%"),
             str(len(pair.helped_source_hurt_target)),
-            (
-                f"{opt.mean_fraction:.2f} / {opt.best_fraction:.2f}, {opt.n_lessons}"
-                if opt
-                else "n/a"
-            ),
+            _optimum_cell(opt),
         )
     console.print(table)
-    for line in fill_advice(audit):
+    if audit.stage_note:
+        console.print(audit.stage_note, markup=False)
+    for line in fill_advice(audit, store):
         console.print(line, markup=False)
     hurt = [(p, item) for p in audit.pairs for item in p.helped_source_hurt_target]
     if hurt:
@@ -130,7 +144,10 @@ def transfer(
         str | None, typer.Option(help="comma list of backends (level backend)")
     ] = None,
     op: Annotated[str | None, typer.Option(help="operator family, e.g. convolution")] = None,
-    stage: StageOpt = "draft",
+    stage: Annotated[
+        Stage | None,
+        typer.Option(help="draft or refine; default: the stage with evidence of transfer"),
+    ] = None,
     min_n: Annotated[int, typer.Option(help="outcomes a lesson needs per scope")] = 1,
     toolchain: Annotated[
         list[str] | None,
@@ -146,9 +163,9 @@ def transfer(
 ) -> None:
     """Which lessons transfer between chips (or backends): values, rank correlation, reach."""
     given = {"level": level, "chips": chips, "backends": backends, "op": op, "toolchain": toolchain}
+    given["stage"] = stage
     query = request_from(
         TransferQuery,
-        stage=stage,
         min_n=min_n,
         **{name: value for name, value in given.items() if value is not None},
     )
@@ -161,10 +178,12 @@ def transfer(
     if as_json:
         console.print_json(audit.model_dump_json())
     else:
-        print_matrix(audit)
+        print_matrix(audit, store_option(url, data_dir))
     if html is not None:
         try:
-            html.write_text(render_report(audit), encoding="utf-8")
+            html.write_text(
+                render_report(audit, store=store_option(url, data_dir)), encoding="utf-8"
+            )
         except OSError as exc:
             fail(f"cannot write {html}: {exc}")
         err.print(f"wrote the HTML report to {html}")

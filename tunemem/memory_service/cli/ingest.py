@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -34,8 +37,7 @@ def ingest(
         str,
         typer.Option(
             "--format",
-            help="auto, native, kerneltuner, t4, vllm-moe, kernelbench-timing, "
-            "kernelbench-run, triton-autotune, openevolve",
+            help=", ".join(["auto", *READERS]),  # the readers' registry, in detection order
         ),
     ] = "auto",
     batch_size: Annotated[int | None, typer.Option(help="trajectories per commit")] = None,
@@ -144,17 +146,49 @@ def _ingest_sources(
     ) as progress:
         task = progress.add_task("", total=len(sources), records=0)
         seen = 0
+        files = 0
 
         def tick(_record: object) -> None:
             nonlocal seen
             seen += 1
             progress.update(task, records=seen)
 
-        for source in sources:
-            progress.update(task, description=source.name[:40])
-            records = read_any([source], fmt=fmt, max_file_bytes=max_file_bytes)
-            summary.merge(memory.ingest(records, progress=tick))
-            progress.advance(task)
+        def line() -> str:
+            return f"ingest: {files}/{len(sources)} files, {seen} records"
+
+        # A bar draws nothing where the output is no terminal (a log, CI): a line instead,
+        # at least every HEARTBEAT_S seconds.
+        beat = not quiet and not err.is_terminal
+        with heartbeat(line, HEARTBEAT_S) if beat else nullcontext():
+            for source in sources:
+                progress.update(task, description=source.name[:40])
+                records = read_any([source], fmt=fmt, max_file_bytes=max_file_bytes)
+                summary.merge(memory.ingest(records, progress=tick))
+                progress.advance(task)
+                files += 1
+
+
+HEARTBEAT_S = 5.0
+
+
+@contextmanager
+def heartbeat(line: Callable[[], str], every: float) -> Iterator[None]:
+    """Print `line()` (with the time so far) on stderr every `every` seconds while the body
+    runs."""
+    started = time.monotonic()
+    done = threading.Event()
+
+    def beat() -> None:
+        while not done.wait(every):
+            err.print(f"{line()} ({time.monotonic() - started:.0f} s)", markup=False)
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
 
 
 def _print_summary(summary: IngestSummary, elapsed: float) -> None:

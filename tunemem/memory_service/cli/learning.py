@@ -200,9 +200,11 @@ def report(
         "error": error,
     }
     key = idempotency_key or report_key(retrieval_id, used or None, outcome)
+    # A person typed these numbers: they are kept as hand-entered, not as a tool's measurement.
+    typed = {**outcome, "provenance": {"origin": "hand-entered"}}
 
     def go() -> None:
-        request = ReportRequest(retrieval_id=retrieval_id, used=used or None, outcome=outcome)
+        request = ReportRequest(retrieval_id=retrieval_id, used=used or None, outcome=typed)
         with open_service(url, data_dir, api_key=api_key) as memory:
             result = memory.report(request, idempotency_key=key)
         if result.duplicate:

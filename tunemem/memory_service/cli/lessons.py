@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -14,7 +14,6 @@ from tunemem.memory_service.cli.common import (
     ApiKeyOpt,
     DataDirOpt,
     JsonOpt,
-    StageOpt,
     UrlOpt,
     clip,
     console,
@@ -23,7 +22,7 @@ from tunemem.memory_service.cli.common import (
     terms_text,
     with_memory,
 )
-from tunemem.memory_service.core.schemas.lessons import LessonFilter, LessonKind, LessonList
+from tunemem.memory_service.core.schemas.lessons import LessonFilter, LessonKind, LessonList, Stage
 from tunemem.memory_service.protocol import MemoryAPI
 
 lessons_app = typer.Typer(help="List, show, add and archive lessons.", no_args_is_help=True)
@@ -184,7 +183,10 @@ def lessons_top(
     chip: Annotated[
         str | None, typer.Option(help="the context: values down this chip's scope chain")
     ] = None,
-    stage: StageOpt = "draft",
+    stage: Annotated[
+        Stage | None,
+        typer.Option(help="draft or refine (default: each stage that has outcomes)"),
+    ] = None,
     op: Annotated[str | None, typer.Option()] = None,
     kind: Annotated[LessonKind | None, typer.Option()] = None,
     n: Annotated[int, typer.Option("--n", help="lessons in each list")] = 5,
@@ -200,70 +202,87 @@ def lessons_top(
     api_key: ApiKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """The highest- and lowest-valued lessons in a context, with n and 95% interval."""
+    """The highest- and lowest-valued lessons in a context, with n and 95% interval; without
+    --stage, for each stage that has outcomes (an agent run learns mostly at refine)."""
 
     def go(svc: MemoryAPI) -> None:
         if unreproduced:
             wanted = LessonFilter(chip=chip, op=op, kind=kind, sort="unreproduced", limit=n)
             print_unreproduced(svc.list_lessons(wanted), as_json)
             return
-        lists = {
-            order: svc.list_lessons(
-                LessonFilter(chip=chip, stage=stage, op=op, kind=kind, sort=order, limit=n)
-            )
-            for order in ("value", "-value")
+        by_stage = {
+            at: {
+                order: svc.list_lessons(
+                    LessonFilter(chip=chip, stage=at, op=op, kind=kind, sort=order, limit=n)
+                )
+                for order in ("value", "-value")
+            }
+            for at in ((stage,) if stage else STAGES)
         }
+        shown = {at: lists for at, lists in by_stage.items() if lists["value"].count}
         if as_json:
             emit_json(
                 {
-                    "highest": lists["value"].model_dump(mode="json"),
-                    "lowest": lists["-value"].model_dump(mode="json"),
+                    at: {
+                        "highest": lists["value"].model_dump(mode="json"),
+                        "lowest": lists["-value"].model_dump(mode="json"),
+                    }
+                    for at, lists in by_stage.items()
                 }
             )
             return
         where = f"on {chip}" if chip else "in the global scope"
-        if lists["value"].count == 0:
+        if not shown:
+            at_stage = f"at stage {stage}" if stage else "at any stage"
             console.print(
-                f"no lesson has outcomes {where} at stage {stage} yet: run an agent there "
+                f"no lesson has outcomes {where} {at_stage} yet: run an agent there "
                 "(`.venv/bin/tunemem agent run --task tunemem/ingest/samples/targets/convolution "
                 "--chip w6600 --url URL`) or report outcomes (`.venv/bin/tunemem report`, "
                 "POST /v1/outcomes)",
                 markup=False,
             )
             return
-        first = lists["value"].data[0].value
-        estimator = first.estimator if first else "chain"
-        for order, title in (("value", "highest"), ("-value", "lowest")):
-            table = Table(
-                "id",
-                "kind",
-                "value",
-                "95% interval",
-                "scope",
-                "n (scope / chain)",
-                "terms",
-                "text",
-                title=f"{title}-valued lessons {where}, stage {stage} "
-                f"({lists[order].count} with outcomes; the {estimator} estimate, as retrieve "
-                "ranks by and report answers with)",
-            )
-            table.columns[0].no_wrap = True
-            for lesson in lists[order].data:
-                v = lesson.value
-                assert v is not None
-                table.add_row(
-                    lesson.id,
-                    lesson.kind,
-                    f"{v.value:+.3g}",
-                    Text(f"[{v.ci_low:+.3g}, {v.ci_high:+.3g}]"),
-                    v.value_scope,
-                    f"{v.n} / {v.n_total}",
-                    Text(terms_text(v.terms)),
-                    Text(clip(lesson.text, 70)),
-                )
-            console.print(table)
+        for at, lists in shown.items():
+            _print_top(lists, where, at)
 
     with_memory(go, url, data_dir, api_key=api_key)
+
+
+STAGES: tuple[Stage, ...] = ("draft", "refine")
+
+
+def _print_top(lists: dict[str, Any], where: str, stage: str) -> None:
+    first = lists["value"].data[0].value
+    estimator = first.estimator if first else "chain"
+    for order, title in (("value", "highest"), ("-value", "lowest")):
+        table = Table(
+            "id",
+            "kind",
+            "value",
+            "95% interval",
+            "scope",
+            "n (scope / chain)",
+            "terms",
+            "text",
+            title=f"{title}-valued lessons {where}, stage {stage} "
+            f"({lists[order].count} with outcomes; the {estimator} estimate, as retrieve "
+            "ranks by and report answers with)",
+        )
+        table.columns[0].no_wrap = True
+        for lesson in lists[order].data:
+            v = lesson.value
+            assert v is not None
+            table.add_row(
+                lesson.id,
+                lesson.kind,
+                f"{v.value:+.3g}",
+                Text(f"[{v.ci_low:+.3g}, {v.ci_high:+.3g}]"),
+                v.value_scope,
+                f"{v.n} / {v.n_total}",
+                Text(terms_text(v.terms)),
+                Text(clip(lesson.text, 70)),
+            )
+        console.print(table)
 
 
 @lessons_app.command("show")

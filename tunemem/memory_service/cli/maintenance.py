@@ -68,23 +68,22 @@ def doctor(
     fix: Annotated[bool, typer.Option("--fix", help="repair what is found")] = False,
     tenant: Annotated[str | None, typer.Option(help="the tenant (default: the store's)")] = None,
 ) -> None:
-    """Find stored lesson hints and run attempts the door now refuses (a list where a value
-    goes, a statistic that is not a number, a latency outside 1e-9..1e9 ms); --fix drops the
-    unusable hint parts, deletes list-valued attempts and clears out-of-range latencies."""
+    """Find stored lesson hints, run attempts and outcomes the door now refuses (a value that is
+    not JSON, a list where a value goes, a statistic or latency that is no usable number, a
+    reward outside -1..1), each named by its row; --fix repairs them."""
     report = run_guarded(lambda: open_local(data_dir).doctor(fix, tenant=tenant))
-    for line in report.lessons + report.attempts:
+    for line in report.lessons + report.attempts + report.outcomes:
         console.print(line, markup=False, highlight=False)
+    counts = (
+        f"{len(report.lessons)} lesson(s), {len(report.attempts)} attempt(s) and "
+        f"{len(report.outcomes)} outcome(s)"
+    )
     if not report.problems:
-        console.print("the store holds no unusable hint or attempt")
+        console.print("the store holds no unusable hint, attempt or outcome")
     elif fix:
-        console.print(
-            f"repaired {len(report.lessons)} lesson(s) and {len(report.attempts)} attempt(s)"
-        )
+        console.print(f"repaired {counts}")
     else:
-        console.print(
-            f"{len(report.lessons)} lesson(s) and {len(report.attempts)} attempt(s) to repair: "
-            "run tunemem doctor --fix"
-        )
+        console.print(f"{counts} to repair: run tunemem doctor --fix")
         raise typer.Exit(1)
 
 

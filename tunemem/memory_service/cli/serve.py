@@ -48,6 +48,8 @@ def serve(
         log_level="info",
         access_log=access_log,
         timeout_graceful_shutdown=30,
+        # A connection that sends no request head within HEAD_TIMEOUT_S is closed.
+        http="tunemem.memory_service.http.head_timeout:HeadTimeoutProtocol",
     )
     if workers > 1:
         settings = settings_for(data_dir)

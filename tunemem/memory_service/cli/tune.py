@@ -73,17 +73,29 @@ def tune_moe_cmd(
     ] = None,
     budget: Annotated[int, typer.Option(help="configurations timed per batch size")] = 32,
     out: Annotated[Path, typer.Option(help="folder for the config file")] = Path("."),
+    sglang: Annotated[
+        bool,
+        typer.Option(
+            "--sglang",
+            help="SGLang's layout: the file goes into OUT/configs/triton_<x_y_z>/ for the "
+            "installed Triton (then SGLANG_MOE_CONFIG_DIR=OUT)",
+        ),
+    ] = False,
     benchmark: Annotated[
         str | None, typer.Option(help="module:function with vLLM's benchmark_config signature")
     ] = None,
     replay: Annotated[
-        Path | None, typer.Option(help="time from a recorded landscape (tunemem.kernels.moe_sweep)")
+        Path | None,
+        typer.Option(
+            help="time from a recorded landscape (tunemem.kernels.moe_sweep); stored as "
+            "replayed, with --device-name the recording's GPU"
+        ),
     ] = None,
     seed: Annotated[int, typer.Option(help="seed of the rounds' random choices")] = 0,
     json_out: Annotated[bool, typer.Option("--json", help="print the run as JSON")] = False,
 ) -> None:
     """Tune every batch size in rounds with the memory; write vLLM's file into --out."""
-    from tunemem.agent_client.tuners.moe import MoeShape, tune_moe
+    from tunemem.agent_client.tuners.moe import MoeShape, NothingTimedError, tune_moe
 
     if dtype not in DTYPE_ALIASES:
         raise _fail(f"--dtype must be one of bfloat16, bf16, fp8_w8a8, fp8, not {dtype!r}")
@@ -109,6 +121,10 @@ def tune_moe_cmd(
             raise _fail(f"--replay {replay} has no timings for batch sizes {missing}")
     if budget < 1:
         raise _fail(f"--budget must be at least 1, not {budget}")
+    if sglang:
+        from tunemem.kernels.moe_space import sglang_version_dir
+
+        out = out / "configs" / sglang_version_dir(_triton_version())
     try:
         result = tune_moe(
             shape,
@@ -121,7 +137,10 @@ def tune_moe_cmd(
             space=space,
             out=out,
             seed=seed,
+            replayed=replay is not None,
         )
+    except NothingTimedError as exc:
+        raise _fail(str(exc), code=1) from exc
     except ValueError as exc:
         raise _fail(str(exc)) from exc
     if json_out:
@@ -140,6 +159,18 @@ def tune_moe_cmd(
         console.print(f"M={m}: {len(result.timed[m])} timed, best {found}")
     memory = "with the memory" if result.memory_used else "without a memory (seeded sample)"
     console.print(f"wrote {result.path} ({memory})")
+
+
+def _triton_version() -> str:
+    """The installed Triton's version, as SGLang reads it (`triton.__version__`)."""
+    try:
+        import triton
+    except ImportError as exc:
+        raise _fail(
+            "--sglang names the folder after the installed Triton, and Triton is not "
+            f"installed here ({exc}); `make install-triton` installs it"
+        ) from exc
+    return str(triton.__version__)
 
 
 def _vllm_sizes() -> tuple[int, ...]:

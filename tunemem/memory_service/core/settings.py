@@ -103,6 +103,18 @@ class _ServiceSettings(BaseSettings):
         description="suggests one server process computes at once; more get 429 busy with "
         "Retry-After; 0 turns the cap off",
     )
+    suggest_per_tenant: int = Field(
+        2,
+        ge=1,
+        description="of those, the most one tenant may hold at once (so one tenant's flood "
+        "leaves the others theirs)",
+    )
+    model_builds_per_tenant: int = Field(
+        2,
+        ge=1,
+        description="performance-model builds one tenant may have waiting; the builds of "
+        "different tenants take turns",
+    )
 
     dedup_threshold: float = Field(0.95, gt=0.0, le=1.0, description="near-duplicate cosine")
     max_body_bytes: int = Field(8 * 1024 * 1024, gt=0, description="largest accepted request")

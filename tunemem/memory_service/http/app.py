@@ -6,7 +6,6 @@ nothing because the service validates before it writes and writes in one transac
 
 from __future__ import annotations
 
-import threading
 import time
 
 from fastapi import FastAPI
@@ -21,12 +20,14 @@ from prometheus_client import (
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tunemem.memory_service.core.access.quota import SharedWriteQuota
+from tunemem.memory_service.http.deps import ReaderDep
 from tunemem.memory_service.http.docs import install_offline_docs
 from tunemem.memory_service.http.errors import (
     ERROR_RESPONSES,
     BodyLimitMiddleware,
     install_error_handlers,
 )
+from tunemem.memory_service.http.ratelimit import SuggestSlots
 from tunemem.memory_service.http.routes import (
     admin,
     audit,
@@ -88,7 +89,9 @@ def create_app(service: MemoryService) -> FastAPI:
     rate = service.settings.write_rate_per_minute
     app.state.write_quota = SharedWriteQuota(service.engine, rate) if rate > 0 else None
     slots = service.settings.suggest_concurrency
-    app.state.suggest_slots = threading.BoundedSemaphore(slots) if slots > 0 else None
+    app.state.suggest_slots = (
+        SuggestSlots(slots, service.settings.suggest_per_tenant) if slots > 0 else None
+    )
     registry = CollectorRegistry()
     requests_total = Counter(
         "tunemem_requests_total", "HTTP requests", ["route", "status"], registry=registry
@@ -104,8 +107,8 @@ def create_app(service: MemoryService) -> FastAPI:
         app.include_router(module.router)
 
     @app.get("/metrics")
-    def metrics() -> Response:
-        """Prometheus metrics."""
+    def metrics(_who: ReaderDep) -> Response:
+        """Prometheus metrics (a keyed server asks for a key, as every route but /healthz)."""
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     return app

@@ -12,7 +12,6 @@ target. No external scripts, styles or fonts: the file opens anywhere, offline.
 
 from __future__ import annotations
 
-import re
 from html import escape
 
 from tunemem.memory_service.core.schemas.audit import (
@@ -20,6 +19,7 @@ from tunemem.memory_service.core.schemas.audit import (
     TransferAuditPublic,
     TransferPairPublic,
 )
+from tunemem.memory_service.http.audit_advice import code_spans, fill_advice
 from tunemem.memory_service.http.transfer_plots import optimum_matrix_svg, optimum_strip_svg
 
 MAX_ROWS = 20
@@ -93,7 +93,11 @@ def _heat_map(audit: TransferAuditPublic, heat_map: str, caption: str) -> str:
                 opt = pair.optimum
                 value = opt.mean_fraction if opt else None
                 note = (
-                    f"best {opt.best_fraction:.2f}, {opt.n_lessons} lessons" if opt else "no space"
+                    "no space"
+                    if opt is None
+                    else "not measured"
+                    if opt.best_fraction is None
+                    else f"best {opt.best_fraction:.2f}, {opt.n_lessons} lessons"
                 )
                 cells.append(
                     _cell(heat_map, source, target, value, fraction_colour(value or 0.0), note)
@@ -140,26 +144,54 @@ def _lesson_rows(audit: TransferAuditPublic, items: list[LessonPairValuePublic])
 
 
 def _optimum_rows(audit: TransferAuditPublic, pair: TransferPairPublic) -> str:
-    if pair.optimum is None:
+    """One row per lesson measured on the target (which space and how it was measured), then
+    the lessons no target space measured."""
+    opt = pair.optimum
+    if opt is None:
         return ""
     rows = []
-    for reach in pair.optimum.reaches[:MAX_ROWS]:
+    for reach in opt.reaches[:MAX_ROWS]:
         lesson = audit.lessons.get(reach.lesson_id)
         config = ", ".join(f"{k}={v}" for k, v in (lesson.config or {}).items()) if lesson else ""
-        latency = f"{reach.latency_ms:.4g} ms" if reach.latency_ms is not None else "infeasible"
+        latency = f"{reach.latency_ms:.4g} ms" if reach.latency_ms is not None else "failed"
         optimum = f"{reach.optimum_ms:.4g} ms" if reach.optimum_ms is not None else "?"
+        where = (
+            f"{reach.coverage} ({reach.origin}"
+            + (f", {reach.n_spaces} spaces" if reach.n_spaces > 1 else "")
+            + ")"
+        )
         rows.append(
             f"<tr><td><code>{escape(reach.lesson_id)}</code></td>"
             f"<td>{escape(reach.target_chip)}</td><td><code>{escape(config)}</code></td>"
+            f"<td>{escape(where)}</td>"
             f'<td class="num">{escape(latency)}</td><td class="num">{escape(optimum)}</td>'
             f'<td class="num">{reach.fraction:.3f}</td></tr>'
         )
-    return (
-        f"<h4>source configurations on the target's recorded space "
-        f"(mean {pair.optimum.mean_fraction:.3f}, best {pair.optimum.best_fraction:.3f})</h4>"
+    summary = (
+        f"mean {opt.mean_fraction:.3f}, best {opt.best_fraction:.3f}"
+        if opt.mean_fraction is not None and opt.best_fraction is not None
+        else "none measured"
+    )
+    unmeasured = (
+        f'<p class="meta">Not measured on {escape(pair.target)} (no stored space holds the '
+        f"configuration; not infeasible): {len(opt.not_measured)} lessons, "
+        + ", ".join(f"<code>{escape(lid)}</code>" for lid in opt.not_measured[:MAX_ROWS])
+        + "</p>"
+        if opt.not_measured
+        else ""
+    )
+    table = (
         "<table><tr><th>lesson</th><th>target chip</th><th>configuration</th>"
-        "<th>latency there</th><th>target optimum</th><th>fraction</th></tr>"
+        "<th>measured on</th><th>latency there</th><th>target optimum</th><th>fraction</th></tr>"
         f"{''.join(rows)}</table>"
+        if rows
+        else ""
+    )
+    return (
+        f"<h4>source configurations on the target's measured spaces ({summary})</h4>"
+        '<p class="meta">Complete recordings first; where none holds a configuration, the '
+        "partial runs that timed it (the fraction of each run's own best).</p>"
+        f"{table}{unmeasured}"
     )
 
 
@@ -189,59 +221,6 @@ def _pair_section(audit: TransferAuditPublic, pair: TransferPairPublic) -> str:
     return "".join(parts)
 
 
-def code_spans(text: str) -> str:
-    """Escaped text whose `backticked` spans (commands in the advice) become <code> elements."""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(text))
-
-
-def fill_advice(audit: TransferAuditPublic) -> list[str]:
-    """What the n/a cells of the heat maps lack and what to run to fill them, from the audit's
-    own counts (one sentence per map)."""
-    word = "chips" if audit.level == "chip" else "backends"
-    agent = ".venv/bin/tunemem agent run --task tunemem/ingest/samples/targets/convolution"
-    if not audit.pairs:
-        return [
-            f"Fewer than two {word} hold lessons here: ingest the runs of a second one "
-            "(`.venv/bin/tunemem ingest tunemem/ingest/samples/targets --url URL`) or run the "
-            f"agent on it (`{agent} --chip w6600 --url URL`)."
-        ]
-    advice = []
-    if all(pair.spearman is None for pair in audit.pairs):
-        most = max(pair.n_common for pair in audit.pairs)
-        if most == 0:
-            advice.append(
-                f"The rank correlations are n/a: no lesson has outcomes on two {word} yet. Run "
-                "the agent on two of them against this store, so the same lessons are tried on "
-                f"both: `{agent} --chip w6600 --url URL`, then `.venv/bin/tunemem agent run "
-                "--task tunemem/ingest/samples/kerneltuner/convolution --chip mi250x --url URL`."
-            )
-        elif most == 1:
-            advice.append(
-                "The rank correlations are n/a: a correlation needs at least two lessons with "
-                f"outcomes on both {word} of a pair, and the most any pair shares is one. Run "
-                f"the agent again on one of them (`{agent} --chip w6600 --plateau 0 --url URL` "
-                "tries more lessons)."
-            )
-        else:
-            advice.append(
-                f"The rank correlations are n/a: up to {most} lessons have outcomes on both "
-                f"{word} of a pair, but their values tie on one side"
-                + (
-                    " (in the draft stage every feasible attempt earns +1, so draft values "
-                    "tie; the refine stage rewards the speed-up: add `--stage refine`)."
-                    if audit.stage == "draft"
-                    else "; more outcomes on either side will separate them."
-                )
-            )
-    if all(pair.optimum is None for pair in audit.pairs):
-        advice.append(
-            "The optimum map is n/a: it needs configuration lessons from one chip and the "
-            "recorded search space of another; ingest two chips' Kernel Tuner caches "
-            "(`.venv/bin/tunemem ingest tunemem/ingest/samples/targets --url URL`)."
-        )
-    return advice
-
-
 def _claim_rows(audit: TransferAuditPublic) -> str:
     """Per recorded run that outcomes on its chip re-measured: claimed reach vs measured."""
     head = (
@@ -266,24 +245,62 @@ def _claim_rows(audit: TransferAuditPublic) -> str:
     )
 
 
-def render_report(audit: TransferAuditPublic, title: str = "tunemem transfer audit") -> str:
-    """The whole report as one HTML document (UTF-8 text)."""
+def selectors_form(audit: TransferAuditPublic) -> str:
+    """The page's level, stage and op selectors: a GET form back to `/ui/transfer`."""
+
+    def select(name: str, options: list[tuple[str, str]], chosen: str) -> str:
+        items = "".join(
+            f'<option value="{escape(value)}"{" selected" if value == chosen else ""}>'
+            f"{escape(label)}</option>"
+            for value, label in options
+        )
+        return f'<label>{name} <select name="{name}">{items}</select></label> '
+
+    stages = [("", "with evidence"), ("draft", "draft"), ("refine", "refine")]
+    ops = [("", "all"), *((op, op) for op in audit.ops)]
+    return (
+        '<form class="selectors" method="get" action="/ui/transfer">'
+        + select("level", [("chip", "chip"), ("backend", "backend")], audit.level)
+        + select("stage", stages, audit.stage if audit.stage_note is None else "")
+        + select("op", ops, audit.op or "")
+        + '<button type="submit">show</button></form>'
+    )
+
+
+def render_report(
+    audit: TransferAuditPublic,
+    title: str = "tunemem transfer audit",
+    *,
+    store: str = "--url URL",
+    selectors: bool = False,
+) -> str:
+    """The whole report as one HTML document (UTF-8 text).
+
+    Args:
+        store: how the advice's commands reach the store the audit read
+            (`audit_advice.store_option`).
+        selectors: add the level, stage and op form (the served page `/ui/transfer`).
+    """
     scope_word = "chips" if audit.level == "chip" else "backends"
     sections = "".join(_pair_section(audit, pair) for pair in audit.pairs)
+    note = f'<p class="meta stage-note">{escape(audit.stage_note)}.</p>' if audit.stage_note else ""
     return (
         "<!DOCTYPE html>\n"
         f'<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
         f"<style>{STYLE}</style></head><body>"
         f"<h1>{escape(title)}</h1>"
-        f'<p class="meta">{escape(scope_word)}: {escape(", ".join(audit.scopes) or "none")}; '
+        + (selectors_form(audit) if selectors else "")
+        + f'<p class="meta">{escape(scope_word)}: {escape(", ".join(audit.scopes) or "none")}; '
         f"stage: {escape(audit.stage)}; op: {escape(audit.op or 'all')}; a lesson helped where "
         f"its value is above {audit.neutral:+.2f}; observed means at least {audit.min_n} "
         "outcome(s).</p>"
+        + note
         + _legend()
-        + "".join(f'<p class="advice">{code_spans(line)}</p>' for line in fill_advice(audit))
+        + "".join(f'<p class="advice">{code_spans(line)}</p>' for line in fill_advice(audit, store))
         + "<h2>Fraction of the target's optimum reached by the source's configurations</h2>"
-        + '<p class="meta">Colour: the mean fraction of the target\'s recorded optimum that the '
-        "source's configuration lessons reach there; square area: how many lessons.</p>"
+        + '<p class="meta">Colour: the mean fraction of the target\'s measured optimum that the '
+        "source's configuration lessons reach there (complete recordings, else the partial runs "
+        "that timed them); square area: how many lessons.</p>"
         + optimum_matrix_svg(audit, fraction_colour)
         + _heat_map(audit, "optimum", "mean optimum fraction of the source's configuration lessons")
         + "<h2>Rank correlation of lesson values</h2>"

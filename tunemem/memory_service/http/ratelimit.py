@@ -8,9 +8,10 @@ allowed again) and changes nothing. The buckets are rows of the SQL store
 Keyless loopback requests (the embedded default, one local user) are not limited.
 
 Suggest is capped by concurrency instead: one server process computes at most
-`suggest_concurrency` suggests at once (each bounded by `suggest_deadline_s`); one more gets 429
-`busy` with `Retry-After: 1` at once, so a flood of expensive suggests costs the server that
-many threads, never all of them.
+`suggest_concurrency` suggests at once (each bounded by `suggest_deadline_s`), one tenant at
+most `suggest_per_tenant` of them; one more gets 429 `busy` with `Retry-After: 1` at once, so a
+flood of expensive suggests costs the server that many threads, never all of them, and one
+tenant's flood leaves the other tenants their slots.
 """
 
 from __future__ import annotations
@@ -68,18 +69,48 @@ class SuggestBusy(RateLimited):
     code = "busy"
 
 
+class SuggestSlots:
+    """The process's suggest slots: `total` at once, at most `per_tenant` of them per tenant."""
+
+    def __init__(self, total: int, per_tenant: int) -> None:
+        self.total = total
+        self.per_tenant = max(1, min(per_tenant, total))
+        self.held: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def acquire(self, tenant: str) -> str | None:
+        """Take a slot for `tenant`; None when taken, else why not."""
+        with self._lock:
+            mine = self.held.get(tenant, 0)
+            if mine >= self.per_tenant:
+                return f"this tenant already has {mine} suggests running, as many as it may"
+            if sum(self.held.values()) >= self.total:
+                return "the server is computing as many suggests as it allows"
+            self.held[tenant] = mine + 1
+        return None
+
+    def release(self, tenant: str) -> None:
+        with self._lock:
+            left = self.held.get(tenant, 0) - 1
+            if left > 0:
+                self.held[tenant] = left
+            else:
+                self.held.pop(tenant, None)
+
+
 async def suggest_slot(request: Request, who: AgentDep) -> AsyncIterator[Caller]:
-    """An agent caller holding one of the process's suggest slots while its request runs."""
-    slots: threading.BoundedSemaphore | None = getattr(request.app.state, "suggest_slots", None)
+    """An agent caller holding one of its tenant's suggest slots while its request runs."""
+    slots: SuggestSlots | None = getattr(request.app.state, "suggest_slots", None)
     if slots is None:
         yield who
         return
-    if not slots.acquire(blocking=False):
-        raise SuggestBusy("the server is computing as many suggests as it allows; retry", 1.0)
+    refused = slots.acquire(who.tenant)
+    if refused:
+        raise SuggestBusy(f"{refused}; retry", 1.0)
     try:
         yield who
     finally:
-        slots.release()
+        slots.release(who.tenant)
 
 
 SuggestDep = Annotated[Caller, Depends(suggest_slot)]

@@ -46,7 +46,7 @@ def optimum_matrix_svg(audit: TransferAuditPublic, colour: Callable[[float], str
             )
             pair = pairs.get((source, target))
             opt = pair.optimum if pair else None
-            if opt is None or opt.n_lessons == 0 or most == 0:
+            if opt is None or opt.mean_fraction is None or most == 0:
                 continue
             side = (CELL - 8) * math.sqrt(opt.n_lessons / most)
             left, top = x + (CELL - side) / 2, y + (CELL - side) / 2
@@ -75,7 +75,7 @@ def optimum_strip_svg(pair: TransferPairPublic, colour: Callable[[float], str]) 
     the target's optimum its configuration reaches (0: infeasible there, 1: the optimum); a
     tick marks the mean. Empty string when the pair has no such lesson."""
     opt = pair.optimum
-    if opt is None or not opt.reaches:
+    if opt is None or not opt.reaches or opt.mean_fraction is None:
         return ""
     left, right = 30, STRIP_WIDTH - 20
     axis_y = STRIP_HEIGHT - 18

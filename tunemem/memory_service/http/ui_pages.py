@@ -265,6 +265,19 @@ def _terms(terms: dict[str, float]) -> str:
     return ", ".join(f"{name} {share:.0%}" for name, share in ranked)
 
 
+def _origins(outcomes: Sequence[OutcomePublic]) -> str:
+    """How the outcomes' numbers were obtained, counted by origin (measured on which device)."""
+    if not outcomes:
+        return ""
+    counts: dict[str, int] = {}
+    for outcome in outcomes:
+        where = f" on {outcome.device_reported}" if outcome.device_reported else ""
+        key = f"{outcome.origin}{where}"
+        counts[key] = counts.get(key, 0) + 1
+    parts = ", ".join(f"{n} {escape(key)}" for key, n in sorted(counts.items()))
+    return f'<p class="meta" id="outcome-origins">Outcomes by origin: {parts}.</p>'
+
+
 def lesson_page(
     lesson: LessonDetail,
     outcomes: Sequence[OutcomePublic],
@@ -290,6 +303,15 @@ def lesson_page(
     )
     text = f"<p>{escape(lesson.text)}</p>"
     hint = hint_table(lesson.hint) if lesson.hint else ""
+    run = lesson.source_run
+    source = (
+        f'<p class="meta" id="source-run">Distilled from run <code>{escape(run.trajectory_id)}'
+        f"</code> on {escape(run.chip)}: {escape(run.origin)}, {escape(run.coverage)}"
+        + (f", timed on {escape(run.device_reported)}" if run.device_reported else "")
+        + "</p>"
+        if run
+        else ""
+    )
     if lesson.values:
         rows = "".join(
             f'<tr class="value"><td>{escape(v.stage)}</td><td>{escape(v.scope)}</td>'
@@ -307,9 +329,11 @@ def lesson_page(
         "tunemem lesson",
         meta
         + text
+        + source
         + hint
         + "<h2>Value in each context, and its own-outcome terms</h2>"
         + values
         + "<h2>Outcome history</h2>"
-        + history_chart(outcomes, alpha, q0),
+        + history_chart(outcomes, alpha, q0)
+        + _origins(outcomes),
     )

@@ -31,7 +31,7 @@ def audit_transfer_tool(service: MemoryAPI) -> Tool:
         chips: Annotated[list[str] | None, _described("chips")] = None,
         backends: Annotated[list[str] | None, _described("backends")] = None,
         op: Annotated[str | None, _described("op")] = QUERY["op"].default,
-        stage: Annotated[Stage, _described("stage")] = QUERY["stage"].default,
+        stage: Annotated[Stage | None, _described("stage")] = QUERY["stage"].default,
         min_n: Annotated[int, _described("min_n", ge=1)] = QUERY["min_n"].default,
         toolchain: Annotated[
             dict[str, str] | None,

@@ -116,6 +116,17 @@ MUTATIONS: dict[str, tuple[str, Callable[[dict[str, Any]], None], str]] = {
         lambda d: d.update(hint={"note": "\ud800"}),
         "invalid_bundle",
     ),
+    # Issue 39, case 8: import stored the hints every other door refuses.
+    "a lesson whose hint holds a list for a value": (
+        "lesson",
+        lambda d: d.update(hint={"config": {"BLOCK": [64, 128]}}),
+        "invalid_bundle",
+    ),
+    "a lesson whose speed-up is text": (
+        "lesson",
+        lambda d: d.update(hint={"param": "BLOCK", "value": 64, "median_speedup": "fast"}),
+        "invalid_bundle",
+    ),
     "a run with a NUL in its source": (
         "trajectory",
         lambda d: d.update(source="a\x00b"),

@@ -175,3 +175,56 @@ def test_workers_racing_on_an_empty_postgres_database_migrate_it_once(empty_pg_d
     finally:
         for engine in engines:
             engine.dispose()
+
+
+def test_the_provenance_revision_says_what_old_rows_are(tmp_path):
+    """0006 (issue 36): a Kernel Tuner cache stored before is recorded, complete or partial
+    from its stored attempts; vLLM's configs are shipped; a tool's own upload and every old
+    outcome stay unstated. SYNTHETIC rows."""
+    engine = sqlite_engine(tmp_path / "old.db")
+    migrate(engine, "0005")
+    declared = '{"tune_params": {"a": [1, 2], "b": [1, 2]}}'
+    signature = '{"op": "conv", "signature": {"tune_params_keys": ["a", "b"]}}'
+    runs = {
+        "sweep": ("kerneltuner", [(1, 1), (1, 2), (2, 1), (2, 2)]),
+        "part": ("kerneltuner", [(2, 1), (1, 1)]),
+        "vllm": ("vllm-moe", [(1, 1)]),
+        "tool": ("native", [(1, 1)]),
+    }
+    with engine.begin() as connection:
+        for name, (fmt, configs) in runs.items():
+            connection.execute(
+                text(
+                    "INSERT INTO trajectory (id, tenant, source_format, source, op, chip, backend,"
+                    " task, context, evidence, synthetic, n_attempts, created_at) VALUES (:id, "
+                    "'default', :fmt, :id, 'conv', 'a100', 'cuda', :task, '{}', :evidence, 0, :n,"
+                    " '2026-01-01 00:00:00')"
+                ),
+                {
+                    "id": name,
+                    "fmt": fmt,
+                    "task": signature,
+                    "evidence": declared,
+                    "n": len(configs),
+                },
+            )
+            for index, (a, b) in enumerate(configs):
+                connection.execute(
+                    text(
+                        'INSERT INTO attempt (trajectory_id, "index", params, compiled, metrics)'
+                        " VALUES (:tid, :i, :params, 1, '{}')"
+                    ),
+                    {"tid": name, "i": index, "params": f'{{"a": {a}, "b": {b}}}'},
+                )
+    migrate(engine)
+    with engine.connect() as connection:
+        rows = dict(
+            (row[0], (row[1], row[2]))
+            for row in connection.execute(text("SELECT id, origin, coverage FROM trajectory"))
+        )
+    assert rows == {
+        "sweep": ("recorded", "complete"),
+        "part": ("recorded", "partial"),
+        "vllm": ("shipped", "partial"),
+        "tool": ("unstated", "unstated"),
+    }

@@ -209,3 +209,57 @@ def test_on_a_real_cache_the_model_passes_the_remembered_configurations() -> Non
         observations.append((key, measured.latency_ms if measured else None))
     reached = max(best_ms / ms for _, ms in observations if ms)
     assert remembered < 0.95 <= reached
+
+
+def test_a_space_whose_values_match_nothing_stored_falls_back_to_the_search(make_service) -> None:  # type: ignore[no-untyped-def]
+    """Issue 39, case 1: `block` values the store never measured leave the model with no
+    candidate; the answer comes from the search without it, on every call, not a 500 from
+    the second call on (when the model is built)."""
+    from tunemem.memory_service.core.schemas.learning import ContextIn, TaskIn
+    from tunemem.memory_service.core.schemas.suggest import SpaceIn, SuggestRequest
+
+    service = make_service(model_wait_s=60.0)
+    service.ingest([trajectory("a100"), trajectory("a4000")])
+    space = {"block": [24, 40], "tile": [1, 2], "unroll": [0, 1]}
+    request = SuggestRequest(
+        task=TaskIn(op="synthetic_tiling", signature={"n": 1024}),
+        context=ContextIn(chip="mi250x"),
+        space=SpaceIn(params=space),
+        k=8,
+        seed=1,
+    )
+    for _ in range(3):
+        response = service.suggest(request)
+        assert len(response.suggestions) == 8
+        assert all(s.config["block"] in (24, 40) for s in response.suggestions)
+        assert all(s.source != "model" for s in response.suggestions)
+
+
+def test_a_model_that_fails_on_a_request_leaves_the_search_answering(  # type: ignore[no-untyped-def]
+    make_service, monkeypatch
+) -> None:
+    """Issue 39, case 1, whatever the model's fault: the request is answered without it."""
+    from tunemem.memory_service.core.schemas.learning import ContextIn, TaskIn
+    from tunemem.memory_service.core.schemas.suggest import ObservationIn, SpaceIn, SuggestRequest
+    from tunemem.memory_service.core.suggest import model_suggester
+
+    def broken(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise ValueError("synthetic model fault")
+
+    service = make_service(model_wait_s=60.0)
+    service.ingest([trajectory("a100")])
+    monkeypatch.setattr(model_suggester, "fit_posterior", broken)
+    tried = [(1, 1, 0), (2, 8, 1)]
+    request = SuggestRequest(
+        task=TaskIn(op="synthetic_tiling", signature={"n": 1024}),
+        context=ContextIn(chip="mi250x"),
+        space=SpaceIn(params=PARAMS),
+        observations=[
+            ObservationIn(config=dict(zip(PARAMS, c, strict=True)), latency_ms=1.0) for c in tried
+        ],
+        k=5,
+        seed=1,
+    )
+    response = service.suggest(request)
+    assert len(response.suggestions) == 5
+    assert all(s.source != "model" for s in response.suggestions)

@@ -14,16 +14,16 @@ The arithmetic lives in `retrieval.transfer`; this module only gathers plain dat
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from sqlmodel import Session, col, select
 
 from tunemem import platforms
+from tunemem.memory_service.core.audit.optimum import optimum_matrix
 from tunemem.memory_service.core.errors import InvalidInput
 from tunemem.memory_service.core.schemas.audit import (
     LessonBriefPublic,
-    OptimumReachPublic,
-    PairOptimumPublic,
     TransferAuditPublic,
     TransferPairPublic,
     TransferQuery,
@@ -31,13 +31,10 @@ from tunemem.memory_service.core.schemas.audit import (
 from tunemem.memory_service.core.sql.store import Store
 from tunemem.memory_service.core.sql.tables import Lesson, LessonValue, Trajectory
 from tunemem.memory_service.core.values.generalised_inputs import Evidence
-from tunemem.memory_service.core.values.recorded_spaces import load_spaces
 from tunemem.memory_service.core.values.toolchain_evidence import scope_values_under
-from tunemem.retrieval.recorded import RecordedSpace
 from tunemem.retrieval.toolchain import ToolchainPolicy
 from tunemem.retrieval.transfer import (
     ScopeValue,
-    optimum_fraction,
     transfer_matrix,
 )
 
@@ -101,83 +98,53 @@ def scope_values(
     return dict(values), lessons
 
 
-def _recorded_spaces(
-    session: Session, op: str | None, tenant: str
-) -> tuple[list[RecordedSpace], dict[str, str]]:
-    """Every stored trajectory with at least one feasible timed attempt, as a search space
-    (`values.recorded_spaces`), and each one's backend."""
-    conditions = [Trajectory.tenant == tenant]
-    if op:
-        conditions.append(Trajectory.op == op.lower())
-    rows = list(session.exec(select(Trajectory).where(*conditions)))
-    loaded = load_spaces(session, [(t.id, t.chip, t.op, t.task) for t in rows])
-    spaces = [space for space in loaded.values() if space is not None]
-    return spaces, {t.id: t.backend for t in rows}
+Values = tuple[dict[str, dict[str, ScopeValue]], dict[str, Lesson]]
 
 
-def _config_lessons(session: Session, op: str | None, tenant: str) -> list[Lesson]:
-    conditions = [Lesson.tenant == tenant]
-    if op:
-        conditions.append(Lesson.op == op.lower())
-    return [
-        lesson
-        for lesson in session.exec(select(Lesson).where(*conditions))
-        if isinstance((lesson.hint or {}).get("config"), dict)
-        and (lesson.provenance or {}).get("trajectory_id")
-    ]
+def _evidence(
+    values: dict[str, dict[str, ScopeValue]], neutral: float, min_n: int
+) -> tuple[int, int]:
+    """How much a stage's values say about transfer: (pairs with a rank correlation, lessons
+    observed on two scopes)."""
+    pairs = transfer_matrix(values, sorted(values), neutral=neutral, min_n=min_n)
+    return (
+        sum(1 for p in pairs if p.spearman is not None),
+        max((p.n_common for p in pairs), default=0),
+    )
 
 
-def optimum_matrix(
-    session: Session, level: str, op: str | None, tenant: str
-) -> tuple[dict[tuple[str, str], PairOptimumPublic], dict[str, Lesson], set[str]]:
-    """Optimum fractions per (source, target) scope name; the lessons used; the scopes seen.
-
-    A lesson's source is the chip (or backend) of the recorded space it was distilled from.
-    Its configuration is looked up in every recorded space of the target with the same op
-    and the same parameter names; across chips of one backend (level backend), spaces of the
-    lesson's own chip are left out, since that is no transfer.
-    """
-    spaces, backend = _recorded_spaces(session, op, tenant)
-    by_id = {s.trajectory_id: s for s in spaces}
-    lessons = _config_lessons(session, op, tenant)
-    reaches: dict[tuple[str, str], list[OptimumReachPublic]] = defaultdict(list)
-    used: dict[str, Lesson] = {}
-    for lesson in lessons:
-        origin = by_id.get(lesson.provenance["trajectory_id"])
-        if origin is None:
-            continue
-        config = lesson.hint["config"]  # type: ignore[index]
-        source = origin.chip if level == "chip" else backend[origin.trajectory_id]
-        for target_space in spaces:
-            target = target_space.chip if level == "chip" else backend[target_space.trajectory_id]
-            if target_space.chip == origin.chip:
-                continue
-            if target_space.op != origin.op or target_space.keys != frozenset(config):
-                continue
-            fraction, latency = optimum_fraction(config, target_space.space)
-            reaches[(source, target)].append(
-                OptimumReachPublic(
-                    lesson_id=lesson.id,
-                    target_trajectory=target_space.trajectory_id,
-                    target_chip=target_space.chip,
-                    fraction=fraction,
-                    latency_ms=latency,
-                    optimum_ms=target_space.space.optimum_ms,
-                )
-            )
-            used[lesson.id] = lesson
-    matrix = {}
-    for pair, items in reaches.items():
-        items.sort(key=lambda r: (-r.fraction, r.lesson_id, r.target_trajectory))
-        matrix[pair] = PairOptimumPublic(
-            n_lessons=len({r.lesson_id for r in items}),
-            n_spaces=len({r.target_trajectory for r in items}),
-            mean_fraction=sum(r.fraction for r in items) / len(items),
-            best_fraction=max(r.fraction for r in items),
-            reaches=items,
+def _stage_shown(
+    asked: str | None, values_of: Callable[[str], Values], neutral: float, min_n: int
+) -> tuple[str, str | None, Values]:
+    """The stage to show, why (when it was not asked for), and its values: the one asked for;
+    else the stage with evidence (rank correlations first, then lessons observed on two
+    scopes), draft when neither has more."""
+    if asked is not None:
+        return asked, None, values_of(asked)
+    draft, refine = values_of("draft"), values_of("refine")
+    draft_has, refine_has = (
+        _evidence(draft[0], neutral, min_n),
+        _evidence(refine[0], neutral, min_n),
+    )
+    if refine_has > draft_has:
+        return (
+            "refine",
+            (
+                "stage refine shown: it holds more evidence of transfer than draft "
+                f"({refine_has[0]} pairs with a rank correlation against {draft_has[0]}); "
+                "ask for stage draft to see it"
+            ),
+            refine,
         )
-    seen = {s.chip if level == "chip" else backend[s.trajectory_id] for s in spaces}
-    return matrix, used, seen
+    other = " (refine has none more)" if refine_has == draft_has else ""
+    return "draft", f"stage draft shown{other}; ask for stage refine to see it", draft
+
+
+def _ops(session: Session, tenant: str) -> list[str]:
+    """The operator families the store holds runs or lessons of (the page's op selector)."""
+    runs = session.exec(select(Trajectory.op).where(Trajectory.tenant == tenant).distinct())
+    taught = session.exec(select(Lesson.op).where(Lesson.tenant == tenant).distinct())
+    return sorted({op for op in [*runs, *taught] if op})
 
 
 def _brief(lesson: Lesson, level: str) -> LessonBriefPublic:
@@ -224,13 +191,16 @@ def transfer_audit(
     Raises:
         InvalidInput: an unknown chip or backend, or names of the other level.
     """
-    level, stage, min_n = query.scope_level, query.stage, query.min_n
+    level, min_n = query.scope_level, query.min_n
     toolchain = query.cut()
     selected = _selected_scopes(level, query.chip_names(), query.backend_names())
     op = query.op.strip().lower() if query.op and query.op.strip() else None
     with store.session() as session:
-        if toolchain:
-            values, valued = scope_values_under(
+
+        def values_of(stage: str) -> tuple[dict[str, dict[str, ScopeValue]], dict[str, Lesson]]:
+            if not toolchain:
+                return scope_values(session, level, stage, op, tenant)
+            return scope_values_under(
                 session,
                 level,
                 stage,
@@ -241,10 +211,11 @@ def transfer_audit(
                 alpha=alpha,
                 q0=neutral,
             )
-        else:
-            values, valued = scope_values(session, level, stage, op, tenant)
+
+        stage, stage_note, (values, valued) = _stage_shown(query.stage, values_of, neutral, min_n)
         optimum, config_lessons, spaced = optimum_matrix(session, level, op, tenant)
         claims = evidence.claim_rows(session, tenant, op) if evidence is not None else []
+        ops = _ops(session, tenant)
     scopes = selected if selected is not None else sorted(set(values) | spaced)
     pairs = [
         TransferPairPublic.model_validate(
@@ -260,7 +231,9 @@ def transfer_audit(
         {
             "level": level,
             "stage": stage,
+            "stage_note": stage_note,
             "op": op,
+            "ops": ops,
             "scopes": scopes,
             "neutral": neutral,
             "min_n": min_n,

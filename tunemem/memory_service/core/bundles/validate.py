@@ -24,11 +24,12 @@ from pydantic import (
 )
 from sqlmodel import Session, col, select
 
+from tunemem.ingest.provenance import COVERAGES, MAX_DEVICE_CHARS, ORIGINS
 from tunemem.ingest.records import ERROR_CATEGORIES, stable_hash
 from tunemem.memory_service.core.errors import Conflict, InvalidInput
 from tunemem.memory_service.core.schemas.inbound import Inbound
 from tunemem.memory_service.core.schemas.learning import ContextIn, TaskIn
-from tunemem.memory_service.core.schemas.lessons import FreeJSON, LessonBase, Stage
+from tunemem.memory_service.core.schemas.lessons import FreeJSON, HintIn, LessonBase, Stage
 from tunemem.memory_service.core.schemas.outcomes import Latency
 from tunemem.memory_service.core.sql.tables import Lesson, Retrieval, Trajectory
 
@@ -37,6 +38,9 @@ RunId = Annotated[str, Field(min_length=1, max_length=64)]
 Scope = Annotated[str, Field(min_length=1, max_length=160)]
 Measured = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0.0, le=1e9)]
 Count = Annotated[int, Field(strict=True, ge=0, le=2**31)]
+Origin = Literal[ORIGINS]  # type: ignore[valid-type]
+Coverage = Literal[COVERAGES]  # type: ignore[valid-type]
+Device = Annotated[str, Field(min_length=1, max_length=MAX_DEVICE_CHARS)]
 
 
 class _Record(Inbound):
@@ -50,6 +54,7 @@ class _Record(Inbound):
 
 class LessonRow(_Record, LessonBase):
     id: Id
+    hint: HintIn | None = None  # the shapes every other door holds a hint to
     content_hash: str = Field(pattern=r"^[0-9a-f]{16,64}$")
     provenance: FreeJSON = Field(default_factory=dict)
     status: Literal["active", "archived"]
@@ -73,6 +78,9 @@ class TrajectoryRow(_Record):
     evidence: FreeJSON = Field(default_factory=dict)
     synthetic: StrictBool = False
     n_attempts: Count = 0
+    origin: Origin = "unstated"  # a bundle from before provenance was kept says none
+    coverage: Coverage = "unstated"
+    device_reported: Device | None = None
     created_at: AwareDatetime
 
 
@@ -130,6 +138,8 @@ class OutcomeRow(_Record):
     error: str | None = Field(None, max_length=10_000)
     reward: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=-1.0, le=1.0)]
     reporter: str | None = Field(None, max_length=128)
+    origin: Origin = "unstated"
+    device_reported: Device | None = None
     verified: StrictBool = False
     idempotency_key: str | None = Field(None, min_length=1, max_length=128)
     response: FreeJSON = Field(default_factory=dict)

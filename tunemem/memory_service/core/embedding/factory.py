@@ -21,6 +21,7 @@ import hashlib
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -115,7 +116,29 @@ class HashingEmbedder(Embedder):
         return out
 
 
-EMBEDDERS = ("minilm", "minilm-torch", "hashing")
+def _minilm(model_path: Path | None, threads: int, cache_dir: Path | None) -> Embedder:
+    from tunemem.memory_service.core.embedding.minilm_onnx import MiniLMOnnxEmbedder
+
+    return MiniLMOnnxEmbedder(model_path, threads=threads, cache_dir=cache_dir)
+
+
+def _minilm_torch(model_path: Path | None, threads: int, cache_dir: Path | None) -> Embedder:
+    from tunemem.memory_service.core.embedding.minilm_torch import MiniLMTorchEmbedder
+
+    return MiniLMTorchEmbedder(model_path, threads=threads)
+
+
+def _hashing(model_path: Path | None, threads: int, cache_dir: Path | None) -> Embedder:
+    return HashingEmbedder()
+
+
+# name -> builder of (model path, threads, cache dir); a model's runtime is imported when built
+EMBEDDER_BUILDERS: dict[str, Callable[[Path | None, int, Path | None], Embedder]] = {
+    "minilm": _minilm,
+    "minilm-torch": _minilm_torch,
+    "hashing": _hashing,
+}
+EMBEDDERS = tuple(EMBEDDER_BUILDERS)
 
 
 @functools.lru_cache(maxsize=4)
@@ -127,15 +150,8 @@ def create_embedder(
     minilm: all-MiniLM-L6-v2 on ONNX Runtime, exported once into `cache_dir` (default
     ~/.cache/tunemem/models); minilm-torch: the same model on PyTorch; hashing: no model.
     `threads`: the most threads one MiniLM pass uses when it runs alone (0: every core).
+    An unknown name raises ValueError naming the valid ones.
     """
-    if kind == "minilm":
-        from tunemem.memory_service.core.embedding.minilm_onnx import MiniLMOnnxEmbedder
-
-        return CachedEmbedder(MiniLMOnnxEmbedder(model_path, threads=threads, cache_dir=cache_dir))
-    if kind == "minilm-torch":
-        from tunemem.memory_service.core.embedding.minilm_torch import MiniLMTorchEmbedder
-
-        return CachedEmbedder(MiniLMTorchEmbedder(model_path, threads=threads))
-    if kind == "hashing":
-        return CachedEmbedder(HashingEmbedder())
-    raise ValueError(f"unknown embedder {kind!r}; valid kinds: {', '.join(EMBEDDERS)}")
+    if kind not in EMBEDDER_BUILDERS:
+        raise ValueError(f"unknown embedder {kind!r}; valid kinds: {', '.join(EMBEDDERS)}")
+    return CachedEmbedder(EMBEDDER_BUILDERS[kind](model_path, threads, cache_dir))

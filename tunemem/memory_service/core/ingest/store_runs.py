@@ -56,6 +56,9 @@ def _trajectory_row(record: TrajectoryRecord, tenant: str) -> Trajectory:
         evidence=record.evidence,
         synthetic=record.synthetic,
         n_attempts=len(record.attempts),
+        origin=record.provenance.origin,
+        coverage=record.provenance.coverage,
+        device_reported=record.provenance.device_reported,
     )
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
 
 from sqlalchemy import String, cast
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -22,6 +21,7 @@ from tunemem.memory_service.core.learning.context_notes import context_warnings
 from tunemem.memory_service.core.learning.outcome_write import answer, record_outcome, task_key
 from tunemem.memory_service.core.learning.transfer_text import transfer_fields
 from tunemem.memory_service.core.lessons.part import get_row, value_rows
+from tunemem.memory_service.core.lessons.source_runs import source_runs
 from tunemem.memory_service.core.schemas.learning import (
     Breakdown,
     ContextIn,
@@ -32,7 +32,7 @@ from tunemem.memory_service.core.schemas.learning import (
     RetrieveResponse,
     TaskIn,
 )
-from tunemem.memory_service.core.schemas.lessons import Applicability
+from tunemem.memory_service.core.schemas.lessons import Applicability, SourceRunPublic
 from tunemem.memory_service.core.schemas.outcomes import ReportRequest, ReportResponse
 from tunemem.memory_service.core.schemas.values import Estimator
 from tunemem.memory_service.core.settings import Settings
@@ -45,7 +45,7 @@ from tunemem.memory_service.core.vectors.base import VectorIndex
 from tunemem.retrieval.gating import Query, gate
 from tunemem.retrieval.knobs import echo
 from tunemem.retrieval.query import query_text
-from tunemem.retrieval.ranking import Candidate, rank, recall_size
+from tunemem.retrieval.ranking import Candidate, RankedLesson, rank, recall_size
 
 
 class LearningLoop:
@@ -136,7 +136,7 @@ class LearningLoop:
             toolchains = QueryToolchains.for_query(
                 session, ids, request, chain, backend, self.settings.toolchain_policy()
             )
-            estimates = value_estimates(
+            estimates, undiscounted = value_estimates(
                 self.evidence, session, tenant, ids, request.stage, chip, chain, ranking, toolchains
             )
             ranked = rank([Candidate(lid, sim, estimates[lid]) for lid, sim in admitted], ranking)
@@ -147,8 +147,11 @@ class LearningLoop:
                 )
             }
             which = estimator_of(ranking, chip)
-            lessons = [self._retrieved(rows[r.lesson_id], r, backend, chip, which) for r in ranked]
-            lessons = toolchains.annotate(lessons) if toolchains else lessons
+            runs = source_runs(session, rows.values())
+            lessons = [
+                self._retrieved(rows[r.lesson_id], r, backend, chip, which, runs) for r in ranked
+            ]
+            lessons = toolchains.annotate(lessons, undiscounted) if toolchains else lessons
             settings_echo = {**echo(ranking), "k_recall_used": n_recall, "pool": len(admitted)}
         retrieval_id = str(uuid.uuid4())
         row = {
@@ -180,10 +183,11 @@ class LearningLoop:
     @staticmethod
     def _retrieved(
         row: Lesson,
-        ranked: Any,
+        ranked: RankedLesson,
         target_backend: str | None,
         target_chip: str | None,
         estimator: Estimator,
+        runs: dict[str, SourceRunPublic],
     ) -> RetrievedLesson:
         return RetrievedLesson(
             **transfer_fields(row, target_backend, target_chip),
@@ -195,19 +199,8 @@ class LearningLoop:
             applicability=Applicability(**row.applicability),
             score=ranked.score,
             warning=row.kind == "failure",
-            breakdown=Breakdown(
-                similarity=ranked.similarity,
-                value=ranked.value,
-                value_scope=ranked.value_scope,
-                estimator=estimator,
-                n=ranked.n,
-                exploration=ranked.exploration,
-                z_sim=ranked.z_similarity,
-                z_value=ranked.z_value,
-                ci_low=ranked.ci_low,
-                ci_high=ranked.ci_high,
-                value_terms=ranked.value_terms,
-                claim_trust=ranked.claim_trust,
+            breakdown=Breakdown.of(ranked, estimator).model_copy(
+                update={"source_run": runs.get(row.id)}
             ),
         )
 

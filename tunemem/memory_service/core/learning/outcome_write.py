@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlmodel import select
 
+from tunemem.ingest.provenance import device_contradiction
 from tunemem.ingest.records import stable_hash
 from tunemem.memory_service.core import ids
 from tunemem.memory_service.core.errors import InvalidInput
@@ -117,6 +118,13 @@ def record_outcome(
                 code="lesson_not_in_retrieval",
             )
         outcome = request.outcome
+        if outcome.provenance is not None and outcome.provenance.origin == "measured":
+            # The retrieval names the chip the outcome is credited to; a runtime that reported
+            # another device measured something else.
+            claimed = retrieval.context.get("chip_id") or retrieval.context.get("chip") or ""
+            problem = device_contradiction(str(claimed), outcome.provenance.device_reported)
+            if problem:
+                raise InvalidInput(problem, code="device_contradicted")
         key = task_key(TaskIn(**retrieval.task))
         now = utcnow()
         facts = OutcomeFacts(
@@ -149,6 +157,8 @@ def record_outcome(
             error=outcome.error,
             reward=reward,
             reporter=request.reporter,
+            origin=outcome.provenance.origin if outcome.provenance else "unstated",
+            device_reported=outcome.provenance.device_reported if outcome.provenance else None,
             idempotency_key=idempotency_key,
             # What a duplicate replays (the outcome id is the row's own); values are
             # estimated anew for every answer.
@@ -191,7 +201,7 @@ def answer(
             recorded.scope_chain,
             recorded.ranking,
             toolchains,
-        )
+        ).ranking
     which = estimator_of(recorded.ranking, context.get("chip_id"))
     return ReportResponse(
         outcome_id=recorded.outcome_id,

@@ -77,7 +77,7 @@ def valued_lessons(
     tried = [lid for lid, observed in stats.items() if sum(s.n for s in observed.values()) > 0]
     estimates = value_estimates(
         evidence, session, tenant, tried, where.stage, chip_id, chain, settings.ranking(), None
-    )
+    ).ranking
     which = estimator_of(settings.ranking(), chip_id)
     ranked = [(lesson_id, estimates[lesson_id]) for lesson_id in tried]
     sign = -1.0 if where.sort == "value" else 1.0
@@ -116,7 +116,7 @@ def in_context(
                 continue
             estimate = value_estimates(
                 evidence, session, tenant, [lesson_id], stage, chip_id, chain, ranking, None
-            )[lesson_id]
+            ).ranking[lesson_id]
             out.append(context_value(estimate, stage, chip_id, estimator_of(ranking, chip_id)))
     return out
 

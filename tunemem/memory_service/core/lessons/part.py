@@ -7,18 +7,24 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
-from sqlalchemy import event, func, or_
+from sqlalchemy import event
 from sqlmodel import Session, col, select
 
-from tunemem import platforms
 from tunemem.memory_service.core import ids
 from tunemem.memory_service.core.embedding.factory import Embedder
 from tunemem.memory_service.core.lessons import rows as lesson_rows
 from tunemem.memory_service.core.lessons.claims import unreproduced_lessons
+from tunemem.memory_service.core.lessons.filters import (
+    chip_id_for_filter,
+    created_page,
+    created_rows,
+    filter_conditions,
+    naming_chip,
+)
 from tunemem.memory_service.core.lessons.listings import in_context, stale_page, valued_lessons
+from tunemem.memory_service.core.lessons.source_runs import source_runs
 from tunemem.memory_service.core.schemas.lessons import (
     LessonCreate,
     LessonDetail,
@@ -230,62 +236,26 @@ class Lessons:
         )
 
     def list_lessons(self, where: LessonFilter, *, tenant: str | None = None) -> LessonList:
+        """The lessons the filter selects, in the listing its `sort` and `stale` name: by
+        failed claims, by value in the chip's context, or by creation (the stale ones only)."""
         tenant = tenant or self.settings.tenant
-        conditions: list[Any] = [Lesson.tenant == tenant]
-        if where.status != "all":
-            conditions.append(Lesson.status == where.status)
-        if where.kind:
-            conditions.append(Lesson.kind == where.kind)
-        if where.op:
-            conditions.append(Lesson.op == where.op.lower())
-        if backend := where.backend:
-            conditions.append(
-                or_(
-                    col(Lesson.backends) == ",",
-                    col(Lesson.backends).contains(f",{backend.lower()},", autoescape=True),
-                )
-            )
-        if where.q:
-            # autoescape: "%" and "_" in the query are literal characters, not wildcards.
-            conditions.append(func.lower(Lesson.text).contains(where.q.lower(), autoescape=True))
-        if where.sort == "unreproduced":
-            chip_id = self._chip_id_for_filter(where.chip) if where.chip else None
-            with self.store.session() as session:
+        conditions = filter_conditions(where, tenant)
+        with self.store.session() as session:
+            if where.sort == "unreproduced":
+                chip_id = chip_id_for_filter(where.chip) if where.chip else None
                 return unreproduced_lessons(
                     session, where, conditions, self.evidence, tenant, chip_id
                 )
-        if where.sort != "created":  # ranked by value in the chip's context, not filtered by it
-            with self.store.session() as session:
+            if where.sort != "created":  # ranked in the chip's context, not filtered by it
                 return valued_lessons(
                     session, where, conditions, self.settings, self.evidence, tenant
                 )
-        if where.chip:
-            chip_id = self._chip_id_for_filter(where.chip)
-            conditions.append(col(Lesson.chips).contains(f",{chip_id},", autoescape=True))
-        with self.store.session() as session:
-            if where.stale:  # staleness needs each lesson's evidence, so it is judged here
-                every = session.exec(
-                    select(Lesson)
-                    .where(*conditions)
-                    .order_by(col(Lesson.created_at), col(Lesson.id))
-                ).all()
-                return stale_page(session, list(every), where, self.settings.toolchain_policy())
-            total = session.exec(select(func.count()).select_from(Lesson).where(*conditions)).one()
-            rows = session.exec(
-                select(Lesson)
-                .where(*conditions)
-                .order_by(col(Lesson.created_at), col(Lesson.id))
-                .offset(where.offset)
-                .limit(where.limit)
-            ).all()
-            return LessonList(data=[lesson_rows.to_public(r) for r in rows], count=int(total))
-
-    @staticmethod
-    def _chip_id_for_filter(chip: str) -> str:
-        try:
-            return platforms.resolve(chip).id
-        except platforms.UnknownChipError:
-            return chip.lower()
+            if where.chip:
+                conditions.append(naming_chip(chip_id_for_filter(where.chip)))
+            if where.stale:  # staleness needs each lesson's evidence, so it is judged there
+                every = created_rows(session, conditions)
+                return stale_page(session, every, where, self.settings.toolchain_policy())
+            return created_page(session, where, conditions)
 
     def get_lesson(self, lesson_id: str, *, tenant: str | None = None) -> LessonDetail:
         tenant = tenant or self.settings.tenant
@@ -294,7 +264,10 @@ class Lessons:
             values = value_rows(session, row.id)
             contexts = in_context(session, row.id, values, self.settings, self.evidence, tenant)
             return LessonDetail(
-                **lesson_rows.to_public(row).model_dump(), values=values, in_context=contexts
+                **lesson_rows.to_public(row).model_dump(),
+                values=values,
+                in_context=contexts,
+                source_run=source_runs(session, [row]).get(row.id),
             )
 
     def update_lesson(

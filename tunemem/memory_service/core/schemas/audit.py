@@ -49,7 +49,11 @@ class TransferQuery(Inbound):
         description="backends to compare at level backend; default every backend observed",
     )
     op: str | None = Field(None, max_length=128, description="only this operator family")
-    stage: Stage = Field("draft", description="whose values are compared")
+    stage: Stage | None = Field(
+        None,
+        description="whose values are compared; default: the stage with evidence of transfer"
+        " (rank correlations, then lessons observed on two scopes), draft when neither has more",
+    )
     min_n: int = Field(
         1, ge=1, le=1_000_000, description="outcomes a lesson needs in a scope to count there"
     )
@@ -116,19 +120,36 @@ class LessonPairValuePublic(_FromAudit):
 
 class OptimumReachPublic(_FromAudit):
     lesson_id: str
-    target_trajectory: str
+    target_trajectory: str = Field(description="the first target space that measured it")
     target_chip: str
-    fraction: float = Field(description="target optimum latency / this config's latency there")
-    latency_ms: float | None = Field(description="the config on the target; null: infeasible")
-    optimum_ms: float | None
+    fraction: float = Field(
+        description="the target's optimum latency / this config's latency there, the mean over"
+        " the spaces that measured it (0: it failed there)"
+    )
+    latency_ms: float | None = Field(description="the config on the target; null: it failed")
+    optimum_ms: float | None = Field(
+        description="the complete recording's optimum, or the partial run's own best"
+    )
+    coverage: Literal["complete", "partial"] = Field(
+        "complete",
+        description="complete: over whole recorded spaces; partial: no complete recording holds"
+        " it, over the partial runs that timed it (each run's own best)",
+    )
+    origin: str = Field("unstated", description="how the target space's numbers were obtained")
+    n_spaces: int = Field(1, description="target spaces that measured this configuration")
 
 
 class PairOptimumPublic(_FromAudit):
-    n_lessons: int
-    n_spaces: int = Field(description="recorded target search spaces the configs were tried on")
-    mean_fraction: float
-    best_fraction: float
-    reaches: list[OptimumReachPublic]
+    n_lessons: int = Field(description="configuration lessons measured on the target")
+    n_spaces: int = Field(description="target search spaces those were measured on")
+    mean_fraction: float | None = Field(description="null: no lesson measured on the target")
+    best_fraction: float | None
+    reaches: list[OptimumReachPublic] = Field(description="one per lesson")
+    not_measured: list[str] = Field(
+        default_factory=list,
+        description="configuration lessons that no target space measured: not measured, which"
+        " is not infeasible",
+    )
 
 
 class TransferPairPublic(_FromAudit):
@@ -159,7 +180,13 @@ class TransferAuditPublic(_FromAudit):
 
     level: Literal["chip", "backend"]
     stage: Literal["draft", "refine"]
+    stage_note: str | None = Field(
+        None, description="why this stage is shown, when the query named none"
+    )
     op: str | None
+    ops: list[str] = Field(
+        default_factory=list, description="the operator families the store holds"
+    )
     scopes: list[str]
     neutral: float = Field(description="the value above which a lesson helped (Q0)")
     min_n: int

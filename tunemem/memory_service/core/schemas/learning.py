@@ -3,6 +3,7 @@ their breakdown) and a lesson's outcome history. Bounded at the door as `schemas
 
 from __future__ import annotations
 
+from dataclasses import fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -14,6 +15,7 @@ from tunemem.memory_service.core.schemas.lessons import (
     Applicability,
     FreeJSON,
     LessonKind,
+    SourceRunPublic,
     Stage,
     ValuePublic,
 )
@@ -22,6 +24,7 @@ from tunemem.memory_service.core.schemas.transfer import (
     ToolchainBreakdown,
 )
 from tunemem.memory_service.core.schemas.values import Estimator
+from tunemem.retrieval.ranking import RankedLesson
 
 
 class TaskIn(Inbound):
@@ -103,6 +106,20 @@ class Breakdown(BaseModel):
     toolchain: ToolchainBreakdown | None = Field(
         None, description="present when the query's context names its toolchain"
     )
+    source_run: SourceRunPublic | None = Field(
+        None,
+        description="how the run the lesson was distilled from was measured (origin, coverage, "
+        "the device the runtime reported); null: no stored run",
+    )
+
+    @classmethod
+    def of(cls, ranked: RankedLesson, estimator: Estimator) -> Breakdown:
+        """The breakdown of one ranked lesson: every field of the ranking's record, by the same
+        name (a test holds the two together), and which estimate its value is."""
+        shown = {
+            f.name: getattr(ranked, f.name) for f in fields(ranked) if f.name in cls.model_fields
+        }
+        return cls(**shown, estimator=estimator)
 
 
 class RetrievedLesson(BaseModel):
@@ -147,6 +164,8 @@ class OutcomePublic(BaseModel):
     error: str | None
     reward: float
     reporter: str | None
+    origin: str = Field("unstated", description="how the numbers were obtained")
+    device_reported: str | None = None
     created_at: datetime
 
 

@@ -123,6 +123,20 @@ class LessonUpdate(Inbound):
         return self
 
 
+class SourceRunPublic(BaseModel):
+    """How the run a lesson was distilled from was measured (`ingest.provenance`)."""
+
+    trajectory_id: str
+    chip: str
+    origin: str = Field(
+        description="measured, recorded, replayed, simulated, shipped, hand-entered or unstated"
+    )
+    coverage: str = Field(description="complete (a whole recorded space), partial or unstated")
+    device_reported: str | None = Field(
+        None, description="the device the runtime reported, for a measured run"
+    )
+
+
 class LessonPublic(LessonBase):
     id: str
     provenance: dict[str, Any]
@@ -147,6 +161,9 @@ class ValuePublic(BaseModel):
 
 class LessonDetail(LessonPublic):
     values: list[ValuePublic] = Field(description="the running value (Q) per stage and scope")
+    source_run: SourceRunPublic | None = Field(
+        None, description="how the run it was distilled from was measured; null: none stored"
+    )
     in_context: list[ContextValue] = Field(
         default_factory=list,
         description="the one estimate that ranks the lesson, per stage, in the global context "

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -14,6 +14,38 @@ from tunemem.memory_service.core.schemas.values import ContextValue
 Latency = Annotated[
     float, Field(strict=True, allow_inf_nan=False, ge=MIN_LATENCY_MS, le=MAX_LATENCY_MS)
 ]
+
+
+OutcomeOrigin = Literal[
+    "measured", "recorded", "replayed", "simulated", "shipped", "hand-entered", "unstated"
+]
+
+
+class OutcomeProvenance(Inbound):
+    """How the outcome's numbers were obtained (`ingest.provenance`); absent: unstated."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    origin: OutcomeOrigin = Field(
+        "unstated",
+        description="measured (timed now on device_reported), recorded, replayed (answered "
+        "from a recording), simulated, shipped, hand-entered, or unstated",
+    )
+    device_reported: str | None = Field(
+        None,
+        min_length=1,
+        max_length=256,
+        description="the device name the runtime reported while timing (origin measured only)",
+    )
+
+    @model_validator(mode="after")
+    def _device_only_when_measured(self) -> OutcomeProvenance:
+        if self.device_reported is not None and self.origin != "measured":
+            raise ValueError(
+                f"device_reported is the device a runtime reported while timing; a "
+                f"{self.origin!r} outcome timed nothing on a device (leave it out)"
+            )
+        return self
 
 
 class OutcomeIn(Inbound):
@@ -28,6 +60,9 @@ class OutcomeIn(Inbound):
     latency_ms: Latency | None = None
     best_before_ms: Latency | None = None
     error: str | None = Field(None, max_length=10_000)
+    provenance: OutcomeProvenance | None = Field(
+        None, description="how the numbers were obtained; absent: origin unstated"
+    )
 
     @model_validator(mode="after")
     def _result_given(self) -> OutcomeIn:

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -25,7 +26,7 @@ from pydantic import (
 
 from tunemem.memory_service.core.schemas.inbound import Inbound
 from tunemem.memory_service.core.schemas.learning import ContextIn, RetrieveOptions, TaskIn
-from tunemem.memory_service.core.schemas.lessons import Stage
+from tunemem.memory_service.core.schemas.lessons import SourceRunPublic, Stage
 from tunemem.memory_service.core.schemas.outcomes import Latency
 
 MAX_PARAMS = 64
@@ -34,12 +35,21 @@ MAX_VALID = 50_000
 MAX_OBSERVATIONS = 10_000
 
 ParamName = Annotated[str, Field(min_length=1, max_length=128)]
+
+
+def _no_integer(value: Any) -> Any:
+    """An integer is no float here: one past 64 bits is refused, not turned into a float."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        raise ValueError("an integer beyond 64 bits")
+    return value
+
+
 # A parameter value: a boolean, an integer within 64 bits, a finite number or a short string
 # (bool first, so true stays true and is not read as 1).
 Scalar = (
     StrictBool
     | Annotated[StrictInt, Field(gt=-(2**63), lt=2**63)]
-    | Annotated[float, Field(strict=True, allow_inf_nan=False)]
+    | Annotated[float, Field(strict=True, allow_inf_nan=False), BeforeValidator(_no_integer)]
     | Annotated[str, Field(strict=True, max_length=256)]
 )
 Config = dict[ParamName, Scalar]
@@ -140,6 +150,9 @@ class SuggestedLesson(BaseModel):
     value: float
     value_scope: str
     n: int
+    source_run: SourceRunPublic | None = Field(
+        None, description="how the run the lesson was distilled from was measured"
+    )
 
 
 class SuggestionPublic(BaseModel):

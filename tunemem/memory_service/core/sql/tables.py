@@ -66,6 +66,10 @@ class Trajectory(SQLModel, table=True):
     evidence: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
     synthetic: bool = False
     n_attempts: int = 0
+    # Provenance (`ingest.provenance`): how the run's numbers were obtained.
+    origin: str = Field(default="unstated", max_length=16)
+    coverage: str = Field(default="unstated", max_length=16)
+    device_reported: str | None = Field(default=None, max_length=256)
     created_at: datetime = Field(default_factory=utcnow)
 
 
@@ -117,6 +121,8 @@ class Outcome(SQLModel, table=True):
     error: str | None = None
     reward: float
     reporter: str | None = Field(default=None, max_length=128)
+    origin: str = Field(default="unstated", max_length=16)
+    device_reported: str | None = Field(default=None, max_length=256)
     verified: bool = False
     idempotency_key: str | None = Field(default=None, max_length=128)
     response: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)

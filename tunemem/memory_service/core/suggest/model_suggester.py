@@ -9,6 +9,7 @@ expected improvement and says what each suggestion rests on (the `prediction` fi
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,6 +30,8 @@ from tunemem.retrieval.perf_search import (
     fit_posterior,
 )
 from tunemem.retrieval.suggest import Suggestion, SuggestState, config_key
+
+log = logging.getLogger(__name__)
 
 # A stored space of another problem of the family counts half as much a priori as one of the
 # same problem on the same chip.
@@ -88,6 +91,7 @@ class ModelSearch:
         self.target = target
         self.pooled_share = pooled_share
         self._posterior: tuple[int, Posterior] | None = None
+        self.failed = False
 
     def _key(self, config: Mapping[str, Any]) -> ConfigKey:
         return tuple(config.get(p) for p in self.built.model.params)
@@ -120,7 +124,20 @@ class ModelSearch:
         return posterior
 
     def __call__(self, state: SuggestState, n: int) -> list[Suggestion]:
-        """Up to n configurations by expected improvement, none observed or offered."""
+        """Up to n configurations by expected improvement, none observed or offered; none when
+        the model fails on this request (the search answers without it)."""
+        try:
+            return self._suggest(state, n)
+        except Exception:  # a model's fault never fails the suggest it only helps
+            log.exception("the model of %s failed on a request; answering without it", self._op)
+            self.failed = True
+            return []
+
+    @property
+    def _op(self) -> str:
+        return ",".join(self.built.model.params)
+
+    def _suggest(self, state: SuggestState, n: int) -> list[Suggestion]:
         posterior = self.posterior(state)
         params = self.built.model.params
         out: list[Suggestion] = []
@@ -160,8 +177,16 @@ class ModelSearch:
         the memory has nothing left)."""
         from tunemem.retrieval.suggest import MODEL_OPENING
 
-        if len(state.feasible) < MODEL_OPENING:
+        if self.failed or len(state.feasible) < MODEL_OPENING:
             return False
+        try:
+            return self._leads(state, memory)
+        except Exception:  # as in __call__
+            log.exception("the model of %s failed on a request; answering without it", self._op)
+            self.failed = True
+            return False
+
+    def _leads(self, state: SuggestState, memory: Suggestion | None) -> bool:
         posterior = self.posterior(state)
         picks = self(state, 1)
         if not picks:

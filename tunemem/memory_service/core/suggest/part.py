@@ -170,6 +170,7 @@ class Suggestions:
                     value=by_id[lesson_id].breakdown.value,
                     value_scope=by_id[lesson_id].breakdown.value_scope,
                     n=by_id[lesson_id].breakdown.n,
+                    source_run=by_id[lesson_id].breakdown.source_run,
                 )
                 for lesson_id in suggestion.used
                 if lesson_id in by_id

@@ -7,7 +7,10 @@ model is a cache, never a second source of truth: each request compares a finger
 family's stored trajectories (count, attempts, newest) with the one the cached model was built
 from, and when they differ a rebuild starts on a background thread. The request never waits for
 a full training unless `model_wait_s` says so: it answers with the previous model, or without
-one while the first build runs. A stored attempt the model cannot use (a parameter value that
+one while the first build runs. Builds run one at a time, the tenants taking turns, and a tenant
+has at most `per_tenant` builds waiting (a request past that starts none; a later one asks
+again), so a tenant asking about many parameter sets delays another's first model by one build,
+not by its whole queue. A stored attempt the model cannot use (a parameter value that
 is a list or an object, a latency outside 1e-9..1e9 ms: a store written before the upload door
 checked them) is left out, counted in `BuiltModel.skipped` and logged; it never turns the
 family's model off.
@@ -20,6 +23,7 @@ import json
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -75,18 +79,64 @@ def _usable_params(params: Any, names: tuple[str, ...]) -> bool:
 class PerformanceModels:
     """Per-family model caches of one service, rebuilt off the request path."""
 
-    def __init__(self, store: Store, wait_s: float = 0.0, seed: int = 0) -> None:
+    def __init__(
+        self, store: Store, wait_s: float = 0.0, seed: int = 0, per_tenant: int = 2
+    ) -> None:
         self.store = store
         self.wait_s = wait_s
         self.seed = seed
+        self.per_tenant = max(1, per_tenant)
         self._cache: dict[FamilyKey, BuiltModel | None] = {}
         self._built: dict[FamilyKey, Fingerprint] = {}
         self._pending: dict[FamilyKey, tuple[Fingerprint, Future[BuiltModel | None]]] = {}
+        # Waiting builds per tenant, and the order in which tenants take their turns.
+        self._queues: dict[str, deque[tuple[FamilyKey, Fingerprint, Future[Any]]]] = {}
+        self._turns: deque[str] = deque()
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tunemem-model")
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+        with self._lock:
+            for queue in self._queues.values():
+                for _, _, future in queue:
+                    future.cancel()
+            self._queues.clear()
+            self._turns.clear()
+
+    def _queue(self, key: FamilyKey, fingerprint: Fingerprint) -> Future[Any] | None:
+        """Queue a build in its tenant's turn (under the lock); None when the tenant has as
+        many waiting as it may."""
+        tenant = key[0]
+        queue = self._queues.setdefault(tenant, deque())
+        if len(queue) >= self.per_tenant:
+            return None
+        future: Future[Any] = Future()
+        queue.append((key, fingerprint, future))
+        if tenant not in self._turns:
+            self._turns.append(tenant)
+        self._pending[key] = (fingerprint, future)
+        self._pool.submit(self._run_next)
+        return future
+
+    def _run_next(self) -> None:
+        """Build the next tenant's oldest waiting family (one job of the pool per build)."""
+        with self._lock:
+            if not self._turns:
+                return
+            tenant = self._turns.popleft()
+            queue = self._queues[tenant]
+            key, fingerprint, future = queue.popleft()
+            if queue:
+                self._turns.append(tenant)
+            else:
+                del self._queues[tenant]
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(self._build(key, fingerprint))
+        except BaseException as exc:  # handed to whoever waits on it
+            future.set_exception(exc)
 
     def fingerprint(self, tenant: str, op: str) -> Fingerprint:
         with self.store.session() as session:
@@ -115,11 +165,10 @@ class PerformanceModels:
                 return current
             pending = self._pending.get(key)
             if pending is None or pending[0] != fingerprint:
-                future = self._pool.submit(self._build, key, fingerprint)
-                self._pending[key] = (fingerprint, future)
+                future = self._queue(key, fingerprint)
             else:
                 future = pending[1]
-        if self.wait_s > 0:
+        if future is not None and self.wait_s > 0:
             try:
                 return future.result(timeout=self.wait_s)
             except TimeoutError:

@@ -4,6 +4,8 @@ context, named the same way."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from sqlmodel import Session
 
 from tunemem.memory_service.core.schemas.values import ContextValue, Estimator
@@ -55,6 +57,14 @@ def chain_estimates(
     }
 
 
+class Estimates(NamedTuple):
+    """The estimates of one context: the one that ranks each lesson, and, with a toolchain
+    named, each lesson's value before superseded outcomes were discounted (else empty)."""
+
+    ranking: dict[str, ValueEstimate]
+    undiscounted: dict[str, float]
+
+
 def value_estimates(
     evidence: Evidence,
     session: Session,
@@ -65,29 +75,29 @@ def value_estimates(
     chain: list[str],
     ranking: RankingSettings,
     toolchains: QueryToolchains | None,
-) -> dict[str, ValueEstimate]:
+) -> Estimates:
     """The estimate that ranks each lesson in this context.
 
     Generalised values need a known chip; with a toolchain named, outcomes under superseded
     versions count less in whichever estimate ranks (the generalised one's own and neighbour
-    outcomes, the chain's scopes), and the undiscounted value goes with the breakdown.
+    outcomes, the chain's scopes), and the undiscounted values come with them.
     """
     if estimator_of(ranking, chip) == "generalised" and chip:
         weights = toolchains.chip_weights(session) if toolchains else None
         found = evidence.estimates(
             session, tenant, lesson_ids, stage, chip, ranking.generalised, weights
         )
-        if toolchains:
-            plain = found
-            if weights and any(weights.values()):
-                plain = evidence.estimates(
-                    session, tenant, lesson_ids, stage, chip, ranking.generalised
-                )
-            toolchains.undiscounted.update({lid: e.value for lid, e in plain.items()})
-        return found
+        if not toolchains:
+            return Estimates(found, {})
+        plain = found
+        if weights and any(weights.values()):
+            plain = evidence.estimates(
+                session, tenant, lesson_ids, stage, chip, ranking.generalised
+            )
+        return Estimates(found, {lid: e.value for lid, e in plain.items()})
     if toolchains:
-        return toolchains.estimates(ranking)
-    return chain_estimates(session, lesson_ids, stage, chain, ranking)
+        return Estimates(*toolchains.estimates(ranking))
+    return Estimates(chain_estimates(session, lesson_ids, stage, chain, ranking), {})
 
 
 def ranking_of(settings: Settings, retrieval: Retrieval) -> RankingSettings:

@@ -29,8 +29,9 @@ from tunemem.memory_service.core.sql.tables import (
     Trajectory,
 )
 from tunemem.memory_service.core.values.recorded_spaces import load_spaces, problem_text
-from tunemem.retrieval.generalised import affinities, generalised_estimate, source_prior
+from tunemem.retrieval.generalised import Affinities, generalised_estimate
 from tunemem.retrieval.generalised_settings import GeneralisedSettings
+from tunemem.retrieval.generalised_terms import GeneralisedInputs
 from tunemem.retrieval.recorded import (
     ConfigLesson,
     PerSpace,
@@ -43,16 +44,15 @@ from tunemem.retrieval.recorded import (
     setting_space_effects,
     source_reaches,
 )
-from tunemem.retrieval.reproduction import (
-    ClaimCheck,
-    Remeasurement,
-    chip_trust,
-    claim_checks,
-    space_trust,
-)
+from tunemem.retrieval.reproduction import ClaimCheck, Remeasurement, claim_checks, space_trust
 from tunemem.retrieval.values import ScopeStats, ValueEstimate
 
 CHIP_PREFIX = "chip:"
+
+
+# Outcomes whose numbers were not timed on the chip now: they neither confirm nor contradict
+# a recorded run's claims (`ingest.provenance`).
+NOT_REMEASURED = ("replayed", "simulated", "shipped")
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,6 @@ class _Reaches:
     lessons: dict[str, ConfigLesson]
     reaches: dict[str, dict[str, float]]
     pooled: dict[str, dict[str, SourceReach]]
-    effects: dict[str, dict[str, float]]
     space_reaches: PerSpace
     space_effects: PerSpace
     spaces: list[RecordedSpace]
@@ -162,13 +161,11 @@ class Evidence:
         with self._lock:
             columns = dict(self._columns)
         space_effects = setting_space_effects(settings, spaces, columns)
-        effects = {lid: per_chip(rows) for lid, rows in space_effects.items()}
         built = _Reaches(
             signature,
             lessons,
             reaches,
             source_reaches(lessons.values(), reaches),
-            effects,
             space_reaches,
             space_effects,
             spaces,
@@ -190,7 +187,7 @@ class Evidence:
             last_id = state.last_id
         fresh: list[Remeasurement] = []
         newest = last_id
-        for outcome_id, chain, lessons, compiled, correct, error, latency, task in session.execute(
+        rows = session.execute(
             sa_select(
                 col(Outcome.id),
                 col(Outcome.scope_chain),
@@ -200,17 +197,19 @@ class Evidence:
                 col(Outcome.error),
                 col(Outcome.latency_ms),
                 col(Retrieval.task),
+                col(Outcome.origin),
             )
             .join(Retrieval, col(Retrieval.id) == col(Outcome.retrieval_id))
             .where(col(Outcome.tenant) == tenant, col(Outcome.id) > last_id)
             .order_by(col(Outcome.id))
-        ):
+        )
+        for outcome_id, chain, lessons, compiled, correct, error, latency, task, origin in rows:
             newest = max(newest, outcome_id)
             chip = (
                 chain[0][len(CHIP_PREFIX) :] if chain and chain[0].startswith(CHIP_PREFIX) else None
             )
-            if chip is None:
-                continue
+            if chip is None or origin in NOT_REMEASURED:
+                continue  # a replay of a recording is no re-measurement of it
             measured = latency if is_feasible(compiled, correct, error) else None
             problem = problem_text((task or {}).get("signature"))
             fresh += [Remeasurement(chip, lid, measured, problem) for lid in lessons or []]
@@ -295,54 +294,23 @@ class Evidence:
                 )
             ):
                 stats[lesson_id][scope[len(CHIP_PREFIX) :]] = ScopeStats(n, q, sumsq)
-        sources = {
-            lid: evidence.lessons[lid].source_chip if lid in evidence.lessons else None
-            for lid in lesson_ids
-        }
-        chips = {target}
-        for lid in lesson_ids:
-            chips |= set(stats[lid]) | set(evidence.reaches.get(lid, {}))
-            chips |= set(evidence.effects.get(lid, {}))
-            source = sources[lid]
-            if source:
-                chips |= set(evidence.pooled.get(source, {}))
-        affinity = affinities(target, sorted(chips), evidence.reaches, settings)
         trust: dict[str, float] = {}
         if settings.claim_power > 0.0:
             trust = {
                 space: space_trust(check, settings.claim_kappa, settings.claim_power)
                 for space, check in self.claim_checks(session, tenant).items()
             }
-        out = {}
-        for lid in lesson_ids:
-            source = sources[lid]
-            prior = None
-            if source:
-                mean, weight, _ = source_prior(
-                    source, evidence.pooled.get(source, {}), affinity, settings
-                )
-                prior = (mean, weight)
-            out[lid] = generalised_estimate(
-                target=target,
-                own=stats[lid].get(target),
-                neighbours={c: s for c, s in stats[lid].items() if c != target},
-                recorded=per_chip(evidence.space_reaches.get(lid, {}), trust)
-                if trust
-                else evidence.reaches.get(lid, {}),
-                affinity=affinity,
-                prior=prior,
-                settings=settings,
-                source=source,
-                effects=per_chip(evidence.space_effects.get(lid, {}), trust)
-                if trust
-                else evidence.effects.get(lid),
-                trust=_chip_trust(evidence, lid, trust) if trust else None,
-                evidence_weight=(outcome_weights or {}).get(lid),
-            )
-        return out
-
-
-def _chip_trust(evidence: _Reaches, lesson_id: str, trust: dict[str, float]) -> dict[str, float]:
-    """chip -> the mean trust of the spaces behind the lesson's recorded reach or effect there."""
-    rows = evidence.space_reaches.get(lesson_id) or evidence.space_effects.get(lesson_id) or {}
-    return chip_trust(rows, trust)
+        inputs = GeneralisedInputs(
+            target=target,
+            affinity=Affinities(target, evidence.reaches, settings),
+            stats=stats,
+            outcome_weights=outcome_weights or {},
+            reaches=evidence.space_reaches,
+            effects=evidence.space_effects,
+            space_trust=trust,
+            sources={lid: lesson.source_chip for lid, lesson in evidence.lessons.items()},
+            pooled=evidence.pooled,
+            spaces=tuple(evidence.spaces),
+            lessons=evidence.lessons,
+        )
+        return {lid: generalised_estimate(lid, inputs, settings) for lid in lesson_ids}

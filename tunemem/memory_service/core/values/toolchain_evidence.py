@@ -151,7 +151,7 @@ def evidence_public(state: Staleness) -> list[EvidencePublic]:
 
 class QueryToolchains:
     """The toolchain evidence of a query's candidate lessons: their values discounted for the
-    query's toolchain, the undiscounted ones, and the versions behind each."""
+    query's toolchain, and the versions behind each."""
 
     def __init__(
         self,
@@ -170,7 +170,6 @@ class QueryToolchains:
         )
         self.stats: dict[str, dict[str, ScopeStats]] = {lid: {} for lid in lesson_ids}
         self.sources: dict[str, dict[str, str]] = {}
-        self.undiscounted: dict[str, float] = {}
         if not lesson_ids:
             return
         for row in session.exec(
@@ -249,14 +248,17 @@ class QueryToolchains:
             out[lid] = {scope[len(CHIP_PREFIX) :]: w for scope, w in weights.items()}
         return out
 
-    def estimates(self, ranking: RankingSettings) -> dict[str, ValueEstimate]:
-        """Each candidate's value with superseded evidence discounted (DESIGN section 5)."""
-        estimates = {}
+    def estimates(
+        self, ranking: RankingSettings
+    ) -> tuple[dict[str, ValueEstimate], dict[str, float]]:
+        """Each candidate's chain value with superseded evidence discounted (DESIGN section
+        5), and its value without the discount."""
+        estimates, undiscounted = {}, {}
         q0, kappa, backoff = ranking.q0, ranking.kappa, ranking.backoff
         for lid in self.lesson_ids:
             stats = self.stats[lid]
             plain = value_estimate(self.chain, stats, q0=q0, kappa=kappa, backoff=backoff)
-            self.undiscounted[lid] = plain.value
+            undiscounted[lid] = plain.value
             estimates[lid] = value_estimate(
                 self.chain,
                 stats,
@@ -265,10 +267,11 @@ class QueryToolchains:
                 backoff=backoff,
                 evidence_weight=self.weights(lid),
             )
-        return estimates
+        return estimates, undiscounted
 
-    def breakdown(self, lesson_id: str) -> ToolchainBreakdown:
-        """The discount, the versions behind the lesson's value, and whether it is stale."""
+    def breakdown(self, lesson_id: str, undiscounted: float) -> ToolchainBreakdown:
+        """The discount, the versions behind the lesson's value (`undiscounted`: before the
+        discount), and whether it is stale."""
         global_stats = self.stats[lesson_id].get(GLOBAL)
         pieces = evidence_pieces(
             self.sources.get(lesson_id),
@@ -279,16 +282,19 @@ class QueryToolchains:
         return ToolchainBreakdown(
             current=self.current,
             weights=self.weights(lesson_id),
-            undiscounted_value=self.undiscounted.get(lesson_id, 0.0),
+            undiscounted_value=undiscounted,
             evidence=evidence_public(state),
             stale=state.stale,
         )
 
-    def annotate(self, lessons: list[RetrievedLesson]) -> list[RetrievedLesson]:
-        """The retrieved lessons with their toolchain breakdown and stale flag."""
+    def annotate(
+        self, lessons: list[RetrievedLesson], undiscounted: Mapping[str, float]
+    ) -> list[RetrievedLesson]:
+        """The retrieved lessons with their toolchain breakdown (`undiscounted`: lesson ->
+        its value before the discount) and stale flag."""
         annotated = []
         for lesson in lessons:
-            view = self.breakdown(lesson.id)
+            view = self.breakdown(lesson.id, undiscounted.get(lesson.id, 0.0))
             breakdown = lesson.breakdown.model_copy(update={"toolchain": view})
             annotated.append(
                 lesson.model_copy(update={"breakdown": breakdown, "stale": view.stale})

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from tunemem.memory_service.core.schemas.audit import TransferAuditPublic, TransferQuery
+from tunemem.memory_service.http.audit_advice import store_option
 from tunemem.memory_service.http.audit_html import render_report
 from tunemem.memory_service.http.deps import ReaderDep, ServiceDep
 
@@ -22,6 +23,7 @@ router = APIRouter(tags=["audit"])
     },
 )
 def audit_transfer(
+    request: Request,
     svc: ServiceDep,
     who: ReaderDep,
     query: Annotated[TransferQuery, Query()],
@@ -30,5 +32,5 @@ def audit_transfer(
     """Which lessons transfer across chips or backends: values, rank correlation, optimum reach."""
     audit = svc.audit_transfer(query, tenant=who.tenant)
     if format == "html":
-        return HTMLResponse(render_report(audit))
+        return HTMLResponse(render_report(audit, store=store_option(url=str(request.base_url))))
     return audit

@@ -12,6 +12,7 @@ from tunemem.memory_service.core.errors import InvalidInput
 from tunemem.memory_service.core.schemas.audit import TransferQuery
 from tunemem.memory_service.core.schemas.lessons import LessonFilter
 from tunemem.memory_service.http import ui_pages
+from tunemem.memory_service.http.audit_advice import store_option
 from tunemem.memory_service.http.audit_html import render_report
 from tunemem.memory_service.http.deps import ReaderDep, ServiceDep
 
@@ -48,13 +49,16 @@ def lesson(lesson_id: str, svc: ServiceDep, who: ReaderDep) -> HTMLResponse:
 
 @router.get("/ui/transfer", response_class=HTMLResponse)
 def transfer(
+    request: Request,
     svc: ServiceDep,
     who: ReaderDep,
     level: Annotated[Literal["chip", "backend"], Query()] = "chip",
     op: Annotated[str | None, Query(max_length=128)] = None,
-    stage: Annotated[Literal["draft", "refine"], Query()] = "draft",
+    stage: Annotated[Literal["draft", "refine", ""] | None, Query()] = None,
 ) -> HTMLResponse:
-    """The transfer heat maps (the audit report) for every chip or backend."""
-    query = TransferQuery(level=level, op=op or None, stage=stage)
+    """The transfer heat maps (the audit report) for every chip or backend, with selectors of
+    level, stage and op; the advice's commands carry this server's address."""
+    query = TransferQuery(level=level, op=op or None, stage=stage or None)
     audit = svc.audit_transfer(query, tenant=who.tenant)
-    return HTMLResponse(ui_pages.with_navigation(render_report(audit)))
+    page = render_report(audit, store=store_option(url=str(request.base_url)), selectors=True)
+    return HTMLResponse(ui_pages.with_navigation(page))

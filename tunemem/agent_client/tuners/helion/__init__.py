@@ -1,0 +1,31 @@
+"""Helion with a memory: seeds, a filter, a remote cache and log ingest (docs/helion.md).
+
+- `HelionMemory(url).seed_configs(kernel, args)` -> `helion.Config`s for
+  `autotune_seed_configs`: the memory's best configurations for nearby shapes and chips.
+- `HelionMemory(url).config_filter(kernel, args)` -> a callable for `autotune_config_filter`
+  that skips configurations the memory's failure lessons say fail on this chip.
+- `remote_cache.MemoryCacheBackend`: Helion's `RemoteCacheBackend` over the memory, loaded by
+  `HELION_REMOTE_CACHE_BACKEND` (that module imports Helion; this package does not).
+- Helion's own logs (`HELION_AUTOTUNE_LOG`, `HELION_AUTOTUNE_LOG_DETAILS=1`) fill the memory
+  through the `helion-autotune` ingest format (`tunemem.ingest.readers.helion_autotune`).
+
+Helion stays optional: nothing here imports it until a seed is built.
+"""
+
+from tunemem.agent_client.tuners.helion.ranking import RankedSeed, Timing, rank_seeds
+from tunemem.agent_client.tuners.helion.seeds import (
+    HelionMemory,
+    MemoryUnavailableWarning,
+    seed_configs,
+    shape_of,
+)
+
+__all__ = [
+    "HelionMemory",
+    "MemoryUnavailableWarning",
+    "RankedSeed",
+    "Timing",
+    "rank_seeds",
+    "seed_configs",
+    "shape_of",
+]
