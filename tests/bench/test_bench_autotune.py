@@ -138,3 +138,28 @@ def test_cold_replay_scores_each_key_after_the_first_against_random_k(tmp_path):
     assert all(0 < r["speed"] <= 1.0 and 0 < r["random_k"] <= 1.0 for r in later)
     summary = cold_summary(rows)
     assert summary["all"]["keys"] == 2 and summary["first_keys"]["keys"] == 2
+
+
+def test_full_cache_replay_writes_its_provenance_and_each_seed_apart(tmp_path):
+    """The CPU replay of the full-cache protocol over two exploration seeds, on SYNTHETIC sweeps:
+    the result says how to reproduce it and carries each seed's summary and the range."""
+    from tunemem.bench.autotune.replay import main
+
+    task = get_task("decode_attention")
+    sweeps = tmp_path / "sweeps"
+    sweeps.mkdir()
+    lines = [json.dumps(synthetic_sweep(task, case)) for case in task.small_shapes]
+    (sweeps / "decode_attention.jsonl").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out" / "replay.json"
+    argv = ["--tasks", "decode_attention", "--sweeps", str(sweeps), "--top-k", "2"]
+    assert main([*argv, "--seeds", "0", "1", "--out", str(out)]) == 0
+
+    result = json.loads(out.read_text())
+    assert result["seeds"] == [0, 1] and result["measurement"] == "replayed"
+    assert result["command"].startswith("python -m tunemem.bench.autotune.replay --tasks")
+    assert {r["seed"] for r in result["rows"]} == {0, 1}
+    low, high = result["by_seed"]["range"]["2.0"]["speed_mean"]
+    assert low <= result["summary"]["2.0"]["speed_mean"] <= high
+    text = out.with_suffix(".md").read_text()
+    assert "Memory held: **complete**" in text and "Reproduce: `python -m" in text
+    assert "| 2.0 | 4 |" in text  # two shapes, each replayed with both seeds

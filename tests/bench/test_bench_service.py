@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tunemem.bench.common.results import provenance_line
 from tunemem.bench.service.driver import fresh_query, percentiles
 from tunemem.bench.service.profile import attribute
 from tunemem.bench.service.report import markdown
@@ -71,7 +72,8 @@ def test_result_is_labelled_synthetic_and_written(tiny_result: tuple) -> None:
     saved = json.loads((out / "tiny.json").read_text())
     assert saved["cases"] == json.loads(json.dumps(result["cases"]))
     table = (out / "tiny.md").read_text()
-    assert table == markdown(result)
+    assert provenance_line(saved) in table  # how to make it again, under the title
+    assert table.replace("\n\n" + provenance_line(saved), "", 1) == markdown(result)
     assert "| 300 | embedded (1 worker) | closed c=1 |" in table and "SYNTHETIC" in table
     assert "shared" in table and "## Floor" in table
     assert saved["memory_held"]["kind"] == "none"  # a service figure, not a tuning memory's

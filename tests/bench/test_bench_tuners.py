@@ -90,7 +90,7 @@ def test_bench_tuners_command_writes_json_markdown_and_plot(synthetic_caches: Pa
         "2",
         "4",
         "--seeds",
-        "1",
+        "2",
         "--strategies",
         "random_sample",
         "--k",
@@ -117,6 +117,13 @@ def test_bench_tuners_command_writes_json_markdown_and_plot(synthetic_caches: Pa
     assert data["memory_held"]["kind"] == "complete"  # the sources' whole caches went in
     assert "Memory held: **complete**" in out.with_suffix(".md").read_text()
     assert out.with_suffix(".png").stat().st_size > 0
+    # How to reproduce it, and each seed's whole-run mean kept for the range.
+    assert data["seeds"] == [0, 1] and data["measurement"] == "replayed"
+    assert data["command"].startswith("tunemem bench tuners --caches") and data["code_version"]
+    for arm in ("tunemem", "random_sample"):
+        low, high = data["summary"][arm]["range"]["4"]
+        assert low <= data["summary"][arm]["4"] <= high
+    assert "Reproduce: `tunemem bench tuners --caches" in out.with_suffix(".md").read_text()
     bad = CliRunner().invoke(app, ["bench", "tuners", "--budgets", "0", "--out", str(out)])
     assert bad.exit_code == 2
 
@@ -124,9 +131,9 @@ def test_bench_tuners_command_writes_json_markdown_and_plot(synthetic_caches: Pa
 def test_merge_joins_task_sets_and_refuses_other_settings(tmp_path: Path):
     from tunemem.bench.tuners.run import merge_results
 
-    def part(name: str, seeds: int, fraction: float) -> Path:
+    def part(name: str, seeds: int, fraction: float, code: str = "abc") -> Path:
         arm = {
-            "fraction_at": {"5": {"mean": fraction, "std": 0.0}},
+            "fraction_at": {"5": {"mean": fraction, "std": 0.0, "by_seed": [fraction] * seeds}},
             "evals_to": {
                 "90": {"median": 3, "reached": 1, "of": 1},
                 "95": {"median": None, "reached": 0, "of": 1},
@@ -135,6 +142,7 @@ def test_merge_joins_task_sets_and_refuses_other_settings(tmp_path: Path):
         }
         result = {
             "command": f"run {name}",
+            "code_version": code,
             "machine": {"cpu": "test", "cores": 1},
             "settings": {
                 "budgets": [5],
@@ -162,8 +170,14 @@ def test_merge_joins_task_sets_and_refuses_other_settings(tmp_path: Path):
     assert merged["summary"]["tunemem"]["evals_to_90"] == 3
     assert merged["summary"]["tunemem"]["evals_to_95"] is None
     assert out.with_suffix(".md").exists() and out.with_suffix(".png").exists()
-    with pytest.raises(ValueError):
+    assert merged["code_version"] == "abc" and merged["summary"]["tunemem"]["range"]["5"] == [
+        pytest.approx(0.7),
+        pytest.approx(0.7),
+    ]
+    with pytest.raises(ValueError, match="settings"):
         merge_results([part("a", 1, 0.6), part("c", 2, 0.8)], tmp_path / "x.json", "merge")
+    with pytest.raises(ValueError, match="code versions"):
+        merge_results([part("a", 1, 0.6), part("d", 1, 0.8, "def")], tmp_path / "y.json", "merge")
 
 
 @pytest.mark.parametrize("mode", ["self-fed", "kt-runs"])

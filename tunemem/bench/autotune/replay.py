@@ -6,16 +6,19 @@ each configuration it times gets its recorded median, and the sweep's best says 
 drop-in's choice is. Two protocols:
 
 - full cache (default): each recorded shape held out in turn, a fresh memory ingests the
-  recorded sweeps of the task's other shapes (`python -m tunemem.bench.autotune.replay --top-k 3 4
-  5 6
-  --out FILE.json`);
+  recorded sweeps of the task's other shapes, once per exploration seed (`python -m
+  tunemem.bench.autotune.replay --top-k 8 --seeds 0 1 2 --out FILE.json`);
 - cold (`--cold`): one memory per kernel and key order starts empty; the kernel's shapes come in
   a seeded order (`--orders`), one `MemoryTuning` tunes them in turn as one process would, and
   each key's timings go back to the memory (its outcomes and its trajectory, only what was
   timed) before the next key. The first key finds nothing remembered and times everything, as
   Triton would. Beside each key's speed: the share timed, and the expected speed of timing the
-  same number of configurations drawn at random (random-k, exact over all draws).
+  same number of configurations drawn at random (random-k, exact over all draws). The key
+  order is the run's seed (`--orders`).
   `python -m tunemem.bench.autotune.replay --cold --top-k 0.2 --orders 0 1 2 --out FILE.json`.
+
+`--out FILE.json` writes the result and its Markdown beside it (`write_result`), with the summary
+of each seed (or order) apart, so a figure comes with its range over seeds.
 
 Timings are the sweeps' single recorded medians, so the search meets no timing noise here.
 """
@@ -32,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from tunemem.bench.common.arms import LIVE_SERVICE_SETTINGS
-from tunemem.bench.common.results import memory_held
+from tunemem.bench.common.results import memory_held, provenance, started_on, write_result
 from tunemem.bench.live.memories import load_sweeps
 
 H200 = {"chip": "NVIDIA H200", "backend": "cuda"}
@@ -118,8 +121,10 @@ def replay_task(
     options: dict[str, Any] | None = None,
     settings: dict[str, Any] | None = None,
     policy: Any = None,
+    seeds: tuple[int, ...] = (0,),
 ) -> list[dict]:
-    """Full cache: each shape held out, with a memory of the task's other shapes' sweeps."""
+    """Full cache: each shape held out, with a memory of the task's other shapes' sweeps, and
+    the drop-in run once per exploration seed."""
     from tunemem.bench.common.memory_server import LiveService
     from tunemem.kernels.catalogue import get_task
 
@@ -132,10 +137,15 @@ def replay_task(
         try:
             live.service.ingest([r for s, r in sweeps.items() if s != shape])
             for top_k in budgets:
-                tuning = _tuning(live.url, task, top_k, explore, options=options, policy=policy)
-                timed = tuning.choose(list(key.given), dict(key.dims), list(key.dims), key.bench)
-                rows.append(_row(tuning, key, timed, top_k=top_k))
-                tuning.client.close()
+                for seed in seeds:
+                    tuning = _tuning(
+                        live.url, task, top_k, explore, options=options, policy=policy, seed=seed
+                    )
+                    timed = tuning.choose(
+                        list(key.given), dict(key.dims), list(key.dims), key.bench
+                    )
+                    rows.append(_row(tuning, key, timed, top_k=top_k, seed=seed))
+                    tuning.client.close()
         finally:
             live.close()
     return rows
@@ -194,6 +204,23 @@ def _group(rows: list[dict], goal: float) -> dict[str, Any]:
     }
 
 
+def by_seed(rows: list[dict], field: str, summarise: Any) -> dict[str, Any]:
+    """The summary of each seed's (or key order's) rows apart, and per figure its range."""
+    seeds = sorted({r[field] for r in rows})
+    each = {str(s): summarise([r for r in rows if r[field] == s]) for s in seeds}
+    ranges: dict[str, Any] = {}
+    for group in next(iter(each.values()), {}):
+        if all(group in e for e in each.values()):
+            ranges[group] = {
+                figure: [
+                    min(e[group][figure] for e in each.values()),
+                    max(e[group][figure] for e in each.values()),
+                ]
+                for figure in each[str(seeds[0])][group]
+            }
+    return {"seeds": seeds, "each": each, "range": ranges}
+
+
 def summary(rows: list[dict], goal: float = 0.98) -> dict[str, Any]:
     """Full cache: per top_k over all held-out shapes."""
     out: dict[str, Any] = {}
@@ -224,12 +251,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--options", type=json.loads, default=None, help="ranking options (JSON)")
     p.add_argument("--cold", action="store_true", help="the cold protocol (see the module)")
     p.add_argument("--orders", type=int, nargs="+", default=[0, 1, 2], help="cold key orders")
+    p.add_argument(
+        "--seeds", type=int, nargs="+", default=[0], help="full cache: exploration seeds"
+    )
     p.add_argument("--embedder", default="hashing", help="the memory's embedder")
     p.add_argument("--opening", type=float, help="the rounds' opening share (RoundPolicy)")
     p.add_argument("--step", type=float, help="the rounds' later share (RoundPolicy)")
     p.add_argument("--min-gain", type=float, help="the rounds' stopping gain (RoundPolicy)")
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
+    started_on()  # the code version is the one this run starts on
     settings = {"embedder": args.embedder}
     from tunemem.agent_client.tuners.triton_rounds import RoundPolicy
 
@@ -260,12 +291,23 @@ def main(argv: list[str] | None = None) -> int:
             row
             for name in tasks
             for row in replay_task(
-                name, args.sweeps, args.top_k, args.explore, args.options, settings, policy
+                name,
+                args.sweeps,
+                args.top_k,
+                args.explore,
+                args.options,
+                settings,
+                policy,
+                tuple(args.seeds),
             )
         ]
         found = summary(rows)
+    words = sys.argv[1:] if argv is None else argv
+    seeds = args.orders if args.cold else args.seeds
     result = {
-        "command": "python -m tunemem.bench.autotune.replay " + " ".join(sys.argv[1:]),
+        **provenance(
+            "python -m tunemem.bench.autotune.replay " + " ".join(words), seeds, "replayed"
+        ),
         "protocol": "cold" if args.cold else "full-cache",
         "memory_held": memory_held(
             "cold",
@@ -284,11 +326,16 @@ def main(argv: list[str] | None = None) -> int:
         "embedder": args.embedder,
         "policy": dict(policy.__dict__),
         "summary": found,
+        "by_seed": by_seed(
+            rows, "order" if args.cold else "seed", cold_summary if args.cold else summary
+        ),
         "rows": rows,
     }
     print(json.dumps(result["summary"], indent=1))
     if args.out:
-        args.out.write_text(json.dumps(result, indent=1))
+        from tunemem.bench.autotune.report import replay_markdown
+
+        write_result(args.out.parent, args.out.stem, result, replay_markdown(result))
     return 0
 
 

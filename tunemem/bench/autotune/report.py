@@ -166,3 +166,39 @@ def to_trajectories(
             }
         )
     return out
+
+
+REPLAY_FIGURES = (
+    ("speed_mean", "mean speed (best / chosen)"),
+    ("share_speed_within_goal", "share of keys ≥ 0.98"),
+    ("timed_share", "share of configurations timed"),
+    ("random_k_mean", "random-k speed"),
+)
+
+
+def replay_markdown(result: dict[str, Any]) -> str:
+    """The replay's summary as Markdown: each group's figures over all seeds (or key orders),
+    with their range over seeds in brackets."""
+    cold = result["protocol"] == "cold"
+    ranges = result["by_seed"]["range"]
+    seeds = ", ".join(map(str, result["by_seed"]["seeds"]))
+    lines = [
+        f"# Drop-in replayed on the recorded H200 sweeps: {result['protocol']} memory",
+        "",
+        f"Explore {result['explore']}, top_k {result['top_k']}, embedder {result['embedder']}; "
+        f"{'key orders' if cold else 'exploration seeds'} {seeds}. Each figure is the mean "
+        "over all seeds' keys, [lowest – highest] of the seeds' own means after it.",
+        "",
+        f"| {'group' if cold else 'top_k'} | keys | "
+        + " | ".join(label for _, label in REPLAY_FIGURES)
+        + " |",
+        "|---|---|" + "---|" * len(REPLAY_FIGURES),
+    ]
+    for group, figures in result["summary"].items():
+        cells = []
+        for name, _ in REPLAY_FIGURES:
+            low, high = ranges.get(group, {}).get(name, [None, None])
+            spread = "" if low is None else f" [{low:.3f} – {high:.3f}]"
+            cells.append(f"{figures[name]:.3f}{spread}")
+        lines.append(f"| {group} | {figures['keys']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

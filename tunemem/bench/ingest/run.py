@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tunemem.bench.common.results import machine, memory_held, write_result
+from tunemem.bench.common.results import machine, memory_held, provenance, write_result
 from tunemem.ingest.readers import iter_paths, read_any
 from tunemem.memory_service.core.embedding.factory import create_embedder
 from tunemem.memory_service.core.settings import Settings
@@ -34,9 +34,12 @@ def run_ingest_bench(data: Path, out: Path, index: str, embedder: list[str]) -> 
     result: dict[str, Any] = {
         "benchmark": "ingest",
         "memory_held": memory_held("none", "each run ingests into an empty store"),
-        "command": f"tunemem bench ingest --data {data} --index {index} "
-        + " ".join(f"--embedder {k}" for k in embedder),
-        "machine": machine(),
+        **provenance(
+            f"tunemem bench ingest --data {data} --index {index} "
+            + " ".join(f"--embedder {k}" for k in embedder),
+            seeds=[0],  # nothing is drawn at random; the one run is seed 0
+            kind="measured",
+        ),
         "sources": len(sources),
         "load_average_1min": load,
         "runs": rows,

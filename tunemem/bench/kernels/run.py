@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tunemem.bench.common.results import memory_held, write_result
+from tunemem.bench.common.results import memory_held, provenance, write_result
 from tunemem.bench.kernels.report import goal_checks, render_markdown
 from tunemem.ingest.records import stable_hash
 from tunemem.kernels.catalogue import get_task, task_names
@@ -281,7 +281,11 @@ def run_kernel_bench(
             "run_id": run_id,
             "latency": "median of triton.testing.do_bench runs, L2 flushed per run",
         },
-        "command": " ".join(["python -m tunemem.bench.kernels", *sys.argv[1:]]),
+        **provenance(
+            " ".join(["python -m tunemem.bench.kernels", *sys.argv[1:]]),
+            seeds=[0],  # timed, nothing drawn at random
+            kind="measured",
+        ),
         "rows": rows,
         "trajectory_files": files,
         "elapsed_s": time.monotonic() - started,

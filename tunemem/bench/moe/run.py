@@ -234,7 +234,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown cases {unknown}; known: {sorted(known)}")
     cases = [load_case(args.landscape, name) for name in args.cases]
 
-    from tunemem.bench.common.results import machine, memory_held, write_result
+    from tunemem.bench.common.results import memory_held, provenance, started_on, write_result
+
+    started_on()  # the code version is the one this run starts on
 
     memories = Memories(args.shipped)
     results = []
@@ -245,8 +247,11 @@ def main(argv: list[str] | None = None) -> int:
         results.append(result)
         # written after every case, so a run stopped early keeps the cases it finished
         report = {
-            "command": "tunemem bench moe " + " ".join(argv if argv is not None else sys.argv[1:]),
-            "machine": machine(),
+            **provenance(
+                "tunemem bench moe " + " ".join(argv if argv is not None else sys.argv[1:]),
+                seeds=[args.seed],
+                kind="replayed",
+            ),
             "memory_held": memory_held(
                 "shipped",
                 f"vLLM's shipped files ({args.shipped.name}, no H200 file among them); what "

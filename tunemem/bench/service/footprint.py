@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tunemem.bench.common.results import machine, memory_held, write_result
+from tunemem.bench.common.results import memory_held, provenance, write_result
 from tunemem.bench.service.server import REPO_ROOT, ServerProcess
 
 FIELDS = ("VmHWM", "VmRSS", "RssAnon", "RssFile", "Threads")
@@ -99,8 +99,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "benchmark": "service-memory",
         "memory_held": memory_held("none", "a store of synthetic lessons"),
-        "command": "python -m tunemem.bench.service.footprint " + " ".join(sys.argv[1:]),
-        "machine": machine(),
+        **provenance(
+            "python -m tunemem.bench.service.footprint " + " ".join(sys.argv[1:]),
+            seeds=[0],  # the synthetic store's seed
+            kind="measured",
+        ),
         "lessons": args.size,
         "build": build,
         "load_average_1min": round(os.getloadavg()[0], 2),

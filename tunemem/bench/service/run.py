@@ -206,8 +206,10 @@ def run_service_bench(
     Returns:
         The result document (also written when `out` is given).
     """
-    from tunemem.bench.common.results import machine, memory_held, write_result
+    from tunemem.bench.common.results import memory_held, provenance, started_on, write_result
     from tunemem.bench.service.report import markdown
+
+    started_on()  # the code version is the one this run starts on
 
     spec = dict(
         concurrency=list(concurrency),
@@ -257,9 +259,11 @@ def run_service_bench(
         "benchmark": "service",
         "synthetic": SYNTHETIC_NOTE,
         "memory_held": memory_held("none", "a store of synthetic lessons of the sizes above"),
-        "command": command or _command_line(sizes, embedder, distinct, concurrency, duration, name),
-        "machine": machine(),
-        "code_version": _code_version(),
+        **provenance(
+            command or _command_line(sizes, embedder, distinct, concurrency, duration, name),
+            seeds=[seed],
+            kind="measured",
+        ),
         "settings": {
             **spec,
             "embedder": embedder,
@@ -287,21 +291,6 @@ def _command_line(sizes, embedder, distinct, concurrency, duration, name) -> str
     parts += [f"--concurrency {c}" for c in concurrency] + [f"--duration {duration}"]
     parts += [f"--name {name}"] if name != "service" else []
     return " ".join(parts)
-
-
-def _code_version() -> str | None:
-    """The git commit the bench ran on, when run from a checkout."""
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            cwd=REPO_ROOT,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() or None
 
 
 # ------------------------------------------------------------------ CLI

@@ -34,7 +34,7 @@ import triton.language as tl
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction, KernelInterface
 
-from tunemem.bench.common.results import machine, memory_held, write_result
+from tunemem.bench.common.results import memory_held, provenance, started_on, write_result
 
 
 def scale(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
@@ -222,8 +222,9 @@ def markdown(result: dict[str, Any]) -> str:
         "# What `tunemem capture` costs per autotune",
         "",
         f"`{result['command']}` on {result['machine']['cpu']} ({result['machine']['cores']} "
-        f"cores), git {result['git']}, Triton {result['triton']}; {result['keys']} new keys per "
-        f"arm and repetition, {result['reps']} repetitions interleaved, medians. Measured, not "
+        f"cores), code {result['code_version']}, Triton {result['triton']}; "
+        f"{result['keys']} new keys per arm and repetition, {result['reps']} repetitions "
+        "interleaved, medians. Measured, not "
         "replayed: Triton's own Autotuner on the CPU, its do_bench answering at once (Triton's "
         "bookkeeping only: the worst case for the capture, whose upload thread then competes "
         "with the program for the interpreter lock) or after a sleep standing for a GPU's "
@@ -270,19 +271,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=Path("bench/results/capture"))
     args = parser.parse_args(argv)
-    git = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
+    started_on()  # the code version is the one this run starts on
     result: dict[str, Any] = {
-        "command": "python -m tunemem.bench.studies.capture_overhead "
-        + " ".join(argv if argv is not None else sys.argv[1:]),
-        "machine": machine(),
-        "git": git or "unknown",
+        **provenance(
+            "python -m tunemem.bench.studies.capture_overhead "
+            + " ".join(argv if argv is not None else sys.argv[1:]),
+            seeds=[0],  # nothing is drawn at random
+            kind="measured",
+        ),
         "triton": triton.__version__,
         "keys": args.keys,
         "reps": args.reps,
-        "seeds": "none (no randomness)",
-        "replayed_or_measured": "measured (CPU; Triton's Autotuner, do_bench a sleep or instant)",
+        "timing": "CPU; Triton's Autotuner, do_bench a sleep or instant",
         "memory_held": memory_held(
             "none",
             "the memory-up arm's service starts empty and receives each captured autotune "

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from tunemem.bench.common.results import machine, memory_held, write_result
+from tunemem.bench.common.results import memory_held, provenance, write_result
 from tunemem.ingest.readers import iter_paths, read_any
 from tunemem.memory_service.core.embedding.minilm_onnx import MiniLMOnnxEmbedder
 from tunemem.memory_service.core.lessons import rows as lesson_rows
@@ -127,8 +127,11 @@ def run(data: Path, out: Path, queries_max: int = 400, seed: int = 0) -> dict[st
     result: dict[str, Any] = {
         "benchmark": "embedder-int8",
         "memory_held": memory_held("none", "the embedder is measured on the data set's lessons"),
-        "command": f"python -m tunemem.bench.studies.embedder_int8 --data {data} --out {out}",
-        "machine": machine(),
+        **provenance(
+            f"python -m tunemem.bench.studies.embedder_int8 --data {data} --out {out}",
+            seeds=[0],
+            kind="measured",
+        ),
         "load_average_1min": [load_before, round(os.getloadavg()[0], 2)],
         "lessons": len(lessons),
         "queries": len(queries),

@@ -98,6 +98,15 @@ def _self_fed_goals(
     ]
 
 
+def _with_range(means: dict[str, Any], budget: int) -> str:
+    """`mean [low – high]` over seeds, or the mean alone with one seed (or no range kept)."""
+    cell = f"{means[str(budget)]:.3f}"
+    spread = (means.get("range") or {}).get(str(budget))
+    if spread is None or spread[0] == spread[1] == means[str(budget)]:
+        return cell
+    return f"{cell} [{spread[0]:.3f} – {spread[1]:.3f}]"
+
+
 def markdown(result: dict[str, Any]) -> str:
     budgets = _budgets(result)
     settings = result["settings"]
@@ -120,7 +129,7 @@ def markdown(result: dict[str, Any]) -> str:
         "|" + "---|" * (len(budgets) + 4),
     ]
     for arm, means in result["summary"].items():
-        cells = " | ".join(f"{means[str(b)]:.3f}" for b in budgets)
+        cells = " | ".join(_with_range(means, b) for b in budgets)
         if arm == "random_exact":
             lines.append(f"| random (exact expectation) | {cells} | | | |")
             continue
@@ -131,6 +140,8 @@ def markdown(result: dict[str, Any]) -> str:
         )
     lines += [
         "",
+        "Fractions: the mean over tasks and seeds; with more than one seed, in brackets the "
+        "lowest and highest over seeds of the mean over tasks (each seed one whole run).  ",
         "Evaluations to 90 % / 95 %: the mean over tasks of the median over seeds, '-' when "
         "some task does not reach it within the largest budget; in brackets the tasks that "
         "do.",

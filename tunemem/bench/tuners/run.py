@@ -38,7 +38,7 @@ from typing import Any
 
 from tunemem.bench.common.arms import SERVICE_SETTINGS
 from tunemem.bench.common.memory_server import LiveService
-from tunemem.bench.common.results import machine
+from tunemem.bench.common.results import provenance, write_result
 from tunemem.bench.learning.tasks import Task, discover_tasks
 from tunemem.bench.tuners.simulation import (
     best_so_far,
@@ -169,10 +169,11 @@ def _quiet(message: str) -> None:
 _WARNINGS: list[str] = []
 
 
-def _mean_std(values: list[float]) -> dict[str, float]:
+def _mean_std(values: list[float]) -> dict[str, Any]:
     return {
         "mean": statistics.fmean(values),
         "std": statistics.pstdev(values) if len(values) > 1 else 0.0,
+        "by_seed": values,
     }
 
 
@@ -235,8 +236,7 @@ def run_tuners_bench(
     extra = [t for t in extra if t.name not in names]
     result: dict[str, Any] = {
         "benchmark": "tuners",
-        "command": command,
-        "machine": machine(),
+        **provenance(command, list(range(seeds)), "replayed"),
         "settings": {
             "budgets": budgets,
             "seeds": seeds,
@@ -284,11 +284,7 @@ def run_tuners_bench(
     result["memory_held"] = held(result["settings"])
     result["warnings"] = sorted(set(_WARNINGS))
     result["wall_s"] = round(time.perf_counter() - started, 1)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    import json
-
-    out.write_text(json.dumps(result, indent=2, default=str) + "\n")
-    out.with_suffix(".md").write_text(markdown(result))
+    write_result(out.parent, out.stem, result, markdown(result))
     plot(result, out.with_suffix(".png"))
     return result
 
@@ -308,8 +304,10 @@ def merge_results(parts: list[Path], out: Path, command: str) -> dict[str, Any]:
         if any(other["settings"].get(key) != first["settings"].get(key) for key in keys):
             raise ValueError("the results to merge were run with different settings")
     result = dict(first)
-    result["command"] = command
-    result["parts"] = [{"command": r["command"], "wall_s": r["wall_s"]} for r in loaded]
+    if len({r.get("code_version") for r in loaded}) > 1:
+        raise ValueError("the results to merge were run on different code versions")
+    result.update(provenance(command, list(range(first["settings"]["seeds"])), "replayed"))
+    result["code_version"] = first.get("code_version")  # the parts' code, not the merge's
     result["settings"] = {
         **first["settings"],
         "caches": [c for r in loaded for c in r["settings"]["caches"]],
@@ -319,8 +317,11 @@ def merge_results(parts: list[Path], out: Path, command: str) -> dict[str, Any]:
     result["memory_held"] = held(result["settings"])
     result["warnings"] = sorted({w for r in loaded for w in r.get("warnings", [])})
     result["wall_s"] = round(sum(r["wall_s"] for r in loaded), 1)
-    out.write_text(json.dumps(result, indent=2, default=str) + "\n")
-    out.with_suffix(".md").write_text(markdown(result))
+    result["parts"] = [
+        {"command": r["command"], "code_version": r.get("code_version"), "wall_s": r["wall_s"]}
+        for r in loaded
+    ]
+    write_result(out.parent, out.stem, result, markdown(result))
     plot(result, out.with_suffix(".png"))
     return result
 
@@ -340,6 +341,7 @@ def summary(tasks: dict[str, Any], budgets: list[int]) -> dict[str, dict[str, An
             str(b): statistics.fmean(e["fraction_at"][str(b)]["mean"] for e in entries)
             for b in budgets
         }
+        means["range"] = {str(b): _seed_range(entries, b) for b in budgets}
         means["score"] = statistics.fmean(e["score"] for e in entries)
         for name in LEVELS:
             reached = [e["evals_to"][name]["median"] for e in entries]
@@ -354,3 +356,13 @@ def summary(tasks: dict[str, Any], budgets: list[int]) -> dict[str, dict[str, An
         str(b): statistics.fmean(t["random_exact"][str(b)] for t in tasks.values()) for b in budgets
     }
     return out
+
+
+def _seed_range(entries: list[dict[str, Any]], budget: int) -> list[float] | None:
+    """[lowest, highest] over seeds of the mean over tasks at a budget (seed i of every task
+    is one run of the whole benchmark); None for results written before seeds were kept."""
+    columns = [e["fraction_at"][str(budget)].get("by_seed") for e in entries]
+    if any(c is None for c in columns):
+        return None
+    per_seed = [statistics.fmean(seed) for seed in zip(*columns, strict=True)]
+    return [min(per_seed), max(per_seed)]
