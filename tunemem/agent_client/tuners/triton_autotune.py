@@ -93,6 +93,7 @@ class MemoryTuning:
         seed: int = 0,
         client: MemoryClient | None = None,
         policy: RoundPolicy | None = None,
+        origin: str = "measured",
     ) -> None:
         if isinstance(top_k, bool) or not isinstance(top_k, int | float) or top_k <= 0:
             raise ValueError(f"top_k must be a positive int or a fraction <= 1.0, not {top_k!r}")
@@ -112,6 +113,8 @@ class MemoryTuning:
         self.options = dict(options or {})
         self.context_overrides = dict(context or {})
         self.seed = seed
+        # "measured" by Triton on this device; "replayed" where the timings are a recording's.
+        self.origin = origin
         self.client: Any = MemoryLink(memory_url, api_key, timeout_s=timeout_s, client=client)
         self.reports: list[dict[str, Any]] = []  # what went back to the memory, per key
         self.last_decision: dict[str, Any] | None = None
@@ -284,8 +287,8 @@ class MemoryTuning:
         report = {
             "key": pending.key,
             "retrieval_id": pending.retrieval_id,
-            "trajectory": trajectory(pending, measured, self.context()),
-            "outcomes": outcomes(pending, measured),
+            "trajectory": trajectory(pending, measured, self.context(), self.origin),
+            "outcomes": outcomes(pending, measured, self.origin),
             "sent": False,
             "error": None,
         }

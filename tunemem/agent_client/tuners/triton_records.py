@@ -98,17 +98,20 @@ class Pending:
     search: Any = None  # the key's `triton_rounds.SearchResult`, when it searched in rounds
 
 
-def measured_here() -> dict[str, Any]:
+def measured_here(origin: str = "measured") -> dict[str, Any]:
     """The provenance of Triton's timings in this process: measured, on the device the runtime
-    names (whatever chip the caller's context overrides name)."""
+    names (whatever chip the caller's context overrides name); or, for timings that a replay
+    looked up in a recording, `replayed` with no device of its own."""
+    if origin != "measured":
+        return {"origin": origin}
     return {"origin": "measured", "device_reported": device_context()["chip"]}
 
 
 def outcomes(
-    pending: Pending, measured: list[tuple[dict[str, Any], float]]
+    pending: Pending, measured: list[tuple[dict[str, Any], float]], origin: str = "measured"
 ) -> list[dict[str, Any]]:
     """One outcome per suggested configuration that was timed, in timing order."""
-    provenance = measured_here()
+    provenance = measured_here(origin)
     out: list[dict[str, Any]] = []
     best: float | None = None
     for params, ms in measured:
@@ -131,7 +134,10 @@ def outcomes(
 
 
 def trajectory(
-    pending: Pending, measured: list[tuple[dict[str, Any], float]], context: dict[str, Any]
+    pending: Pending,
+    measured: list[tuple[dict[str, Any], float]],
+    context: dict[str, Any],
+    origin: str = "measured",
 ) -> dict[str, Any]:
     """The tuning of one key as a native trajectory record (dict)."""
     import triton
@@ -183,7 +189,7 @@ def trajectory(
         },
         "synthetic": False,
         "provenance": {
-            **measured_here(),
+            **measured_here(origin),
             # Every configuration the caller listed timed: the whole space it declared.
             "coverage": "complete" if len(measured) >= pending.given else "partial",
         },
