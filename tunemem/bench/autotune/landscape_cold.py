@@ -38,7 +38,7 @@ from typing import Any
 from tunemem.bench.autotune.replay import H200, cold_summary
 from tunemem.bench.common.arms import LIVE_SERVICE_SETTINGS
 from tunemem.bench.common.paths import RESULTS
-from tunemem.bench.common.results import memory_held
+from tunemem.bench.common.results import memory_held, memory_held_line
 from tunemem.bench.moe.landscape import Case, load_case
 from tunemem.kernels.moe_plan import CASES, HELD_OUT, SAMPLE_SEED, SAMPLE_SIZE
 from tunemem.kernels.moe_space import config_key, sample_space
@@ -214,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "command": "python -m tunemem.bench.autotune.landscape_cold " + " ".join(sys.argv[1:]),
         "git_sha": _git_sha(),
+        "machine": _machine(),
         "protocol": "cold",
         "replayed": "replayed on the recorded H200 landscapes (no GPU); recorded medians",
         "memory_held": memory_held(
@@ -233,7 +234,52 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(result["summary"], indent=1))
     if args.out:
         args.out.write_text(json.dumps(result, indent=1))
+        args.out.with_suffix(".md").write_text(render(result))
     return 0
+
+
+def _machine() -> str:
+    import os
+    import platform
+
+    return f"{platform.node()} ({platform.machine()}, {os.cpu_count()} CPU cores, no GPU)"
+
+
+def render(result: dict[str, Any]) -> str:
+    """The result as Markdown: the summary per order and over all, then every key."""
+    goal = "goal after the first key: mean >= 0.97 and >= 0.98 on >= 80 % of keys, every order"
+    lines = [
+        "# The cold drop-in on vLLM's fused-MoE kernel (H200 landscapes, replayed)",
+        "",
+        memory_held_line(result["memory_held"]) + "  ",
+        f"Command: `{result['command']}` at {result['git_sha']}, on {result['machine']}, "
+        f"{result['wall_s']} s.  ",
+        f"Layers: {', '.join(result['cases'])}; {result['configs']} given configurations per "
+        f"key, top_k {result['top_k']}; key orders (seeds of the shuffle) {result['orders']}; "
+        f"{result['replayed']}.  ",
+        f"Speed: the given configurations' best at the key over the chosen one's; {goal}.",
+        "",
+        "| group | keys | speed mean / min | >= 0.98 | timed share | random-k mean |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for group, g in result["summary"].items():
+        lines.append(
+            f"| {group} | {g['keys']} | {g['speed_mean']:.3f} / {g['speed_min']:.3f} | "
+            f"{g['share_speed_within_goal']:.0%} | {g['timed_share']:.3f} | "
+            f"{g['random_k_mean']:.3f} |"
+        )
+    lines += [
+        "",
+        "| order | # | key | timed | confidence per round | speed | random-k | stopped |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in result["rows"]:
+        said = ", ".join("-" if c is None else f"{c:.2f}" for c in r["confidence"] or [])
+        lines.append(
+            f"| {r['order']} | {r['position']} | {r['shape']} | {r['timed']} / {r['given']} | "
+            f"{said} | {r['speed']:.3f} | {r['random_k']:.3f} | {r['stopped']} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
