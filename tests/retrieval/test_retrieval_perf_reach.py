@@ -54,3 +54,15 @@ def test_reach_is_the_evidence_at_least_as_far_as_the_key_and_zero_beyond_it() -
     assert key_reach(key(4096), contexts, evidence) == 0.0  # 9 doublings: never seen carry
     assert key_reach(None, contexts, evidence) == 1.0
     assert key_reach(key(4096), {}, []) == 1.0
+
+
+def test_the_evidence_is_bounded_in_pairs_whatever_the_memory_holds(monkeypatch) -> None:
+    from tunemem.retrieval import perf_reach
+
+    monkeypatch.setattr(perf_reach, "MAX_PAIRS", 5)
+    rng = np.random.default_rng(0)
+    labels = [f"k{m}" for m in range(8)]  # 28 pairs of one chip
+    contexts = {label: key(2.0 ** (m + 1)) for m, label in enumerate(labels)}
+    columns = rng.normal(size=(10, 8))
+    evidence = transfer_evidence(columns, np.ones_like(columns, dtype=bool), labels, contexts)
+    assert len(evidence) == 5

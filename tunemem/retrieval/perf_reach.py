@@ -33,6 +33,10 @@ import numpy.typing as npt
 from tunemem.retrieval.perf_model import FloatArray
 
 MIN_COMMON = 3  # configurations two spaces must share for a rank correlation
+# Pairs of spaces a model's evidence is computed from, at most (evenly spaced beyond): a bound on
+# the one-off cost per built model, which the first request after a build pays.
+MAX_PAIRS = 1000
+MAX_ROWS = 512  # configurations a pair's correlation is computed over, at most (evenly spaced)
 
 
 def key_distance(a: Any, b: Any) -> float:
@@ -69,17 +73,22 @@ def transfer_evidence(
     """
     out = []
     labelled = [j for j, label in enumerate(labels) if label in contexts]
-    for x, i in enumerate(labelled):
-        for j in labelled[x + 1 :]:
-            a, b = labels[i], labels[j]
-            if contexts[a].chip != contexts[b].chip:
-                continue
-            distance = key_distance(contexts[a], contexts[b])
-            common = measured[:, i] & measured[:, j]
-            if distance <= 0 or int(common.sum()) < MIN_COMMON:
-                continue
-            rho = _rank_correlation(columns[common, i], columns[common, j])
-            out.append((distance, rho))
+    pairs = [
+        (i, j)
+        for x, i in enumerate(labelled)
+        for j in labelled[x + 1 :]
+        if contexts[labels[i]].chip == contexts[labels[j]].chip
+    ]
+    if len(pairs) > MAX_PAIRS:
+        pairs = [pairs[round(n * len(pairs) / MAX_PAIRS)] for n in range(MAX_PAIRS)]
+    for i, j in pairs:
+        distance = key_distance(contexts[labels[i]], contexts[labels[j]])
+        common = np.flatnonzero(measured[:, i] & measured[:, j])
+        if distance <= 0 or len(common) < MIN_COMMON:
+            continue
+        if len(common) > MAX_ROWS:
+            common = common[np.linspace(0, len(common) - 1, MAX_ROWS).astype(np.int64)]
+        out.append((distance, _rank_correlation(columns[common, i], columns[common, j])))
     return out
 
 
@@ -100,6 +109,8 @@ def model_reach(model: Any, target: Any) -> float:
     """`key_reach` of a `FamilyModel` at `target`, its pairs' evidence computed once per model."""
     if target is None or not model.contexts:
         return 1.0
+    if min(key_distance(target, c) for c in model.contexts.values()) <= 0:
+        return 1.0  # a stored key: no evidence needed
     if model.reach_evidence is None:
         model.reach_evidence = transfer_evidence(
             model.columns, model.measured, model.chips, model.contexts
