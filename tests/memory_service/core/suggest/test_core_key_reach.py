@@ -67,20 +67,20 @@ def test_a_key_far_beyond_every_stored_one_is_not_one_the_memory_is_sure_of(make
     service.ingest([sweep(m) for m in STORED])
     for p in suggest(service, 4096, tried_like=8):
         assert p["confidence"] < SURE
-        assert p["reach"] == 0.0  # no two stored keys 9 doublings apart
+        assert p["key_reach"] == 0.0  # no two stored keys 9 doublings apart
 
 
 def test_a_stored_key_keeps_the_confidence_of_the_run(make_service) -> None:  # type: ignore[no-untyped-def]
     service = make_service(model_wait_s=60.0)
     service.ingest([sweep(m) for m in STORED])
     for p in suggest(service, 8, tried_like=8):
-        assert p["reach"] == 1.0
+        assert p["key_reach"] == 1.0
         assert p["confidence"] >= SURE
 
 
 def test_a_key_next_to_the_stored_ones_reaches_as_far_as_they_carried(make_service) -> None:  # type: ignore[no-untyped-def]
     service = make_service(model_wait_s=60.0)
     service.ingest([sweep(m) for m in STORED])
-    near = suggest(service, 16, tried_like=16)[0]["reach"]
-    far = suggest(service, 64, tried_like=64)[0]["reach"]
+    near = suggest(service, 16, tried_like=16)[0]["key_reach"]
+    far = suggest(service, 64, tried_like=64)[0]["key_reach"]
     assert 0.0 < far < near < 1.0

@@ -98,14 +98,14 @@ class ModelSearch:
         self.pooled_share = pooled_share
         self._posterior: tuple[int, Posterior] | None = None
         self.failed = False
-        self._reach: float | None = None
+        self._key_reach: float | None = None
 
     @property
-    def reach(self) -> float:
+    def key_reach(self) -> float:
         """How far the stored keys carry to the request's key (`retrieval.perf_reach`)."""
-        if self._reach is None:
-            self._reach = model_reach(self.built.model, self.target)
-        return self._reach
+        if self._key_reach is None:
+            self._key_reach = model_reach(self.built.model, self.target)
+        return self._key_reach
 
     def _key(self, config: Mapping[str, Any]) -> ConfigKey:
         return tuple(config.get(p) for p in self.built.model.params)
@@ -176,8 +176,8 @@ class ModelSearch:
                         "configurations": self.built.n_configs,
                         "drivers": [{"param": p, "value": v, "ratio": r} for p, v, r in s.drivers],
                         # Sure of this key only where the run's ranking and the reach hold.
-                        "confidence": round(s.confidence * self.reach, 3),
-                        "reach": round(self.reach, 3),
+                        "confidence": round(s.confidence * self.key_reach, 3),
+                        "key_reach": round(self.key_reach, 3),
                         "purpose": s.purpose,
                         "stall": s.stall,
                     },
