@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tunemem.bench.autotune.replay import H200, cold_summary
+from tunemem.bench.autotune.replay import H200, cold_summary, replayed
 from tunemem.bench.common.arms import LIVE_SERVICE_SETTINGS
 from tunemem.bench.common.paths import RESULTS
 from tunemem.bench.common.results import memory_held, memory_held_line
@@ -160,9 +160,11 @@ def cold_order(
     try:
         for position, key in enumerate(keys):
             timed = tuning.choose(list(key.given), dict(key.dims), ["M"], key.bench)
-            tuning.report(tuning._pending, key.bench(timed))
+            with replayed():
+                tuning.report(tuning._pending, key.bench(timed))
             if not tuning.flush(120.0) or tuning.reports[-1]["error"]:
-                raise RuntimeError(f"{key.shape}: the report did not reach the memory")
+                error = tuning.reports[-1]["error"]
+                raise RuntimeError(f"{key.shape}: the report did not reach the memory ({error})")
             rows.append(_row(tuning, key, timed, order=order, position=position))
     finally:
         tuning.client.close()
