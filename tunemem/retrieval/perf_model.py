@@ -74,6 +74,10 @@ class FamilyModel:
     learners: dict[str, Any] = field(default_factory=dict, repr=False)
     pooled: Any = field(default=None, repr=False)  # a `retrieval.perf_pooled.PooledModel`
     index: dict[ConfigKey, int] = field(default_factory=dict, repr=False)
+    # Each column's key (`retrieval.perf_pooled.KeyContext`), where its space said, and the
+    # pairs' evidence of how far a key's measurements carry (`retrieval.perf_reach`).
+    contexts: dict[str, Any] = field(default_factory=dict, repr=False)
+    reach_evidence: list[tuple[float, float]] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not self.index:
@@ -194,6 +198,7 @@ def build_family_model(
         seed=seed,
     )
     model.features = model.encode(keys)
+    model.contexts = dict(keyed)
     gains = np.zeros(len(params))
     for j, chip in enumerate(chips):
         gains += _fill_column(model, j, merged[chip], seed, learner)

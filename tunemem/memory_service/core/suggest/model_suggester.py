@@ -4,7 +4,12 @@
 the request's family (op and parameter names), with no wait for a training in progress, and
 returns a `ModelSearch` for the round, or None when the store holds no space of the family.
 `ModelSearch` refits the model to the run's observations (`retrieval.perf_search`), proposes by
-expected improvement and says what each suggestion rests on (the `prediction` field).
+expected improvement and says what each suggestion rests on (the `prediction` field). The
+confidence it reports in the key (what a client such as the Triton drop-in stops on) is the
+posterior's times the reach of the stored keys at the request's key (`retrieval.perf_reach`,
+also reported): a key beyond where the memory's measurements were seen to carry is one the
+memory cannot be sure of, whatever share of the configurations it measured. The posterior's
+own batch (`retrieval.perf_batch`) keeps its confidence.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from tunemem.memory_service.core.suggest.perf_model_cache import (
 from tunemem.platforms.similarity import chip_similarity
 from tunemem.retrieval.perf_model import ConfigKey
 from tunemem.retrieval.perf_pooled import KeyContext
+from tunemem.retrieval.perf_reach import model_reach
 from tunemem.retrieval.perf_search import (
     POOLED_SHARE_KNOWN_KEY,
     POOLED_SHARE_NEW_KEY,
@@ -92,6 +98,14 @@ class ModelSearch:
         self.pooled_share = pooled_share
         self._posterior: tuple[int, Posterior] | None = None
         self.failed = False
+        self._key_reach: float | None = None
+
+    @property
+    def key_reach(self) -> float:
+        """How far the stored keys carry to the request's key (`retrieval.perf_reach`)."""
+        if self._key_reach is None:
+            self._key_reach = model_reach(self.built.model, self.target)
+        return self._key_reach
 
     def _key(self, config: Mapping[str, Any]) -> ConfigKey:
         return tuple(config.get(p) for p in self.built.model.params)
@@ -161,7 +175,9 @@ class ModelSearch:
                         "n_observations": s.n_observations,
                         "configurations": self.built.n_configs,
                         "drivers": [{"param": p, "value": v, "ratio": r} for p, v, r in s.drivers],
-                        "confidence": s.confidence,
+                        # Sure of this key only where the run's ranking and the reach hold.
+                        "confidence": round(s.confidence * self.key_reach, 3),
+                        "key_reach": round(self.key_reach, 3),
                         "purpose": s.purpose,
                         "stall": s.stall,
                     },
