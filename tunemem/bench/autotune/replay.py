@@ -26,16 +26,13 @@ Timings are the sweeps' single recorded medians, so the search meets no timing n
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import random
 import statistics
 import sys
-from collections.abc import Iterator
 from math import comb
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 from tunemem.bench.common.arms import LIVE_SERVICE_SETTINGS
 from tunemem.bench.common.results import memory_held, provenance, started_on, write_result
@@ -77,16 +74,6 @@ class RecordedKey:
         return sum(
             comb(n - 1 - i, k - 1) / comb(n, k) * self.best_ms / t for i, t in enumerate(times)
         )
-
-
-@contextlib.contextmanager
-def replayed() -> Iterator[None]:
-    """What the drop-in reports inside is marked replayed (a recorded sweep answered, no device
-    timed it), not measured on this machine's device."""
-    from tunemem.agent_client.tuners import triton_records
-
-    with mock.patch.object(triton_records, "measured_here", lambda: {"origin": "replayed"}):
-        yield
 
 
 def _tuning(url: str, task: Any, top_k: float, explore: float, **kwargs: Any) -> Any:
@@ -192,8 +179,7 @@ def cold_task(
                 key = RecordedKey(task, shape, sweeps[shape])
                 timed = tuning.choose(list(key.given), dict(key.dims), list(key.dims), key.bench)
                 pending = tuning._pending
-                with replayed():
-                    tuning.report(pending, key.bench(timed))
+                tuning.report(pending, key.bench(timed))
                 if not tuning.flush(120.0) or tuning.reports[-1]["error"]:
                     error = tuning.reports[-1]["error"]
                     raise RuntimeError(
