@@ -108,7 +108,13 @@ class Retrieval:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What happened to an attempt, as reported to the service."""
+    """What happened to an attempt, as reported to the service.
+
+    `config` is the attempt's configuration: with it the service credits each used lesson by
+    whether the attempt followed it. `timings_ms` are every timing of the attempt (the service
+    takes their median as the latency when `latency_ms` is left out); or `latency_spread_ms`
+    (the timings' standard deviation) with `repetitions` describe the timings behind
+    `latency_ms`. Their spread tempers how far one report moves a value."""
 
     compiled: bool
     correct: bool | None
@@ -118,11 +124,17 @@ class Outcome:
     # How the numbers were obtained: {"origin": ..., "device_reported": ...}
     # (`ingest.provenance`); None sends none and the service stores "unstated".
     provenance: dict[str, Any] | None = None
+    config: dict[str, Any] | None = None
+    timings_ms: list[float] | None = None
+    latency_spread_ms: float | None = None
+    repetitions: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         body = asdict(self)
-        if body["provenance"] is None:
-            del body["provenance"]  # a server from before provenance refuses the key
+        # Left out when not given, so a service from before these fields accepts the report.
+        for name in ("provenance", "config", "timings_ms", "latency_spread_ms", "repetitions"):
+            if body[name] is None:
+                del body[name]
         return body
 
 
@@ -138,6 +150,8 @@ class OutcomeReceipt:
     outcome_id: int | None = None
     reward: float | None = None
     duplicate: bool = False
+    # lesson -> followed, not_followed, contradicted, confirmed, untested or unknown
+    credit: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> OutcomeReceipt:
@@ -149,4 +163,5 @@ class OutcomeReceipt:
             outcome_id=int(outcome_id) if isinstance(outcome_id, int) else None,
             reward=float(reward) if isinstance(reward, int | float) else None,
             duplicate=bool(data.get("duplicate", False)),
+            credit={str(k): str(v) for k, v in (data.get("credit") or {}).items()},
         )
