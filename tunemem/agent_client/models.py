@@ -48,6 +48,7 @@ class RetrievedLesson:
     breakdown: dict[str, Any] = field(default_factory=dict)
     glossary: tuple[dict[str, Any], ...] = ()
     stale: bool = False
+    caveat: str | None = None  # why a resource-limit failure does (not) warn on this chip
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RetrievedLesson:
@@ -65,6 +66,7 @@ class RetrievedLesson:
             breakdown=dict(data.get("breakdown") or {}),
             glossary=tuple(e for e in data.get("glossary") or () if isinstance(e, dict)),
             stale=bool(data.get("stale", False)),
+            caveat=data.get("caveat") if isinstance(data.get("caveat"), str) else None,
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -135,6 +135,11 @@ class RetrievedLesson(BaseModel):
     rendered_text: str | None
     warning: bool
     breakdown: Breakdown
+    caveat: str | None = Field(
+        None,
+        description="why a failure from a resource limit of its chip does (or does not) warn "
+        "on this chip; when it does not, warning is false and no search excludes its settings",
+    )
     glossary: list[GlossaryEntryPublic] = Field(
         default_factory=list, description="for a transferred lesson: its terms on the target"
     )
