@@ -219,6 +219,17 @@ def _outcome_provenance(ctx: AgentContext) -> dict[str, Any]:
     return {"origin": provenance.origin, "device_reported": provenance.device_reported}
 
 
+def timing_spread(result: dict[str, Any]) -> dict[str, Any]:
+    """The spread of the timings behind a result's latency and their count, where the runner
+    measured them (`latency_std_ms`, as the harness and the replay of a cache report it)."""
+    spread = (result.get("metrics") or {}).get("latency_std_ms")
+    repetitions = result.get("repetitions")
+    if result.get("latency_ms") is None or not isinstance(spread, int | float) or spread < 0:
+        return {}
+    count = repetitions if isinstance(repetitions, int) and repetitions >= 1 else None
+    return {"latency_spread_ms": float(spread), "repetitions": count}
+
+
 def report(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     ctx = runtime.context
     proposal = state["proposal"] or {}
@@ -238,6 +249,8 @@ def report(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
                 best_before_ms=best_before,
                 error=result["error_category"],
                 provenance=_outcome_provenance(ctx),
+                config=dict(proposal["config"]),
+                **timing_spread(result),
             ),
             used=credited(proposal["used"], retrieval.get("lessons", []), proposal["config"]),
             idempotency_key=f"{state['run_id']}:{index}",

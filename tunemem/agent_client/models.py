@@ -6,6 +6,9 @@ promises, so a changed contract fails loudly here instead of deep inside the age
 
 from __future__ import annotations
 
+import math
+import statistics
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -133,11 +136,33 @@ class Outcome:
 
     def to_json(self) -> dict[str, Any]:
         body = asdict(self)
+        if body["config"] is not None:  # the service takes scalar settings (null: not set)
+            body["config"] = {
+                str(k): v
+                for k, v in body["config"].items()
+                if isinstance(v, str | bool | int) or (isinstance(v, float) and math.isfinite(v))
+            }
         # Left out when not given, so a service from before these fields accepts the report.
         for name in ("provenance", "config", "timings_ms", "latency_spread_ms", "repetitions"):
             if body[name] is None:
                 del body[name]
         return body
+
+
+def timed_attempt(
+    config: dict[str, Any], times: Sequence[Any] | None, latency_ms: float | None
+) -> dict[str, Any]:
+    """`Outcome` fields of an attempt: its configuration and, where it was timed two or more
+    times and has a latency, the spread (standard deviation) and count of those timings (Kernel
+    Tuner keeps every run's time of a configuration in its result's `times`)."""
+    runs = [float(t) for t in times or () if isinstance(t, int | float) and t > 0]
+    if latency_ms is None or len(runs) < 2:
+        return {"config": config}
+    return {
+        "config": config,
+        "latency_spread_ms": statistics.pstdev(runs),
+        "repetitions": len(runs),
+    }
 
 
 @dataclass(frozen=True)
