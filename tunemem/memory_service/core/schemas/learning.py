@@ -172,6 +172,11 @@ class OutcomePublic(BaseModel):
     origin: str = Field("unstated", description="how the numbers were obtained")
     device_reported: str | None = None
     created_at: datetime
+    config: dict[str, Any] | None = None
+    credit: dict[str, str] = Field(default_factory=dict)
+    timings_ms: list[float] | None = None
+    latency_spread_ms: float | None = None
+    repetitions: int | None = None
 
 
 class LessonHistory(BaseModel):
