@@ -147,6 +147,7 @@ def proposal_request(state: AgentState) -> ProposalRequest:
             error_category=h.get("error_category"),
             used=tuple(h.get("used") or ()),
             origin=h.get("origin", ""),
+            **(timing_spread(h) if h["feasible"] else {}),
         )
         for h in state.get("history") or []
     )

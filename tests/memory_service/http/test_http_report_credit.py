@@ -150,3 +150,19 @@ def test_a_resource_limit_failure_warns_only_where_the_limit_applies(client) -> 
     assert on_a4000["warning"] is True and "limit applies" in on_a4000["caveat"]
     on_a100 = seen_on("a100")
     assert on_a100["warning"] is True and on_a100["caveat"] is None
+
+
+def test_a_suggest_observation_may_carry_its_spread_but_not_without_a_latency(client) -> None:
+    body = {
+        "task": {"op": "convolution"},
+        "context": {"chip": "w6600"},
+        "space": {"params": {"block_size_x": [64, 128], "tile_size_y": [4, 8]}},
+        "k": 1,
+    }
+    ok = {"config": {"block_size_x": 64, "tile_size_y": 4}, "latency_ms": 2.0}
+    spread = {**ok, "latency_spread_ms": 0.1, "repetitions": 7}
+    answer = client.post("/v1/suggest", json={**body, "observations": [spread]})
+    assert answer.status_code == 200, answer.text
+    bad = {"config": ok["config"], "feasible": False, "latency_spread_ms": 0.1}
+    refused = client.post("/v1/suggest", json={**body, "observations": [bad]})
+    assert refused.status_code == 422 and "latency_spread_ms" in refused.json()["message"]
