@@ -111,3 +111,31 @@ def test_lifelong_on_a_dirty_memory_is_scored_on_true_times(
         best = tasks[name].optimum_ms / entry["arms"]["default"]["mean_curve"][-1]
         assert any(best == pytest.approx(t) for t in true_times)
     assert "Dirty memory" in (tmp_path / "dirty.md").read_text()
+
+
+def test_the_sweep_table_names_each_cells_dirt_and_compares_with_the_clean_cell(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    from tunemem.bench.learning.sweep import main
+
+    def cell(name: str, dirt: dict[str, float], default: float) -> None:
+        row = {"1": 0.5, "5": 0.8, "10": 0.9, "top_3": 0.7}
+        report = {
+            "benchmark": "learning",
+            "protocol": "lifelong",
+            "noise": {"sigma": 0.0, "mislabel": 0.0, **dirt},
+            "seeds": 3,
+            "budget": 10,
+            "machine": {"cpu": "test", "cores": 2},
+            "summary_second_half": {"similarity": row, "default": {**row, "10": default}},
+        }
+        (tmp_path / f"{name}.json").write_text(json.dumps(report))
+
+    cell("clean", {"partial": 0.0, "replayed": 0.0, "single_timings": 0.0}, 0.95)
+    cell("partial", {"partial": 0.25}, 0.93)
+    main([str(tmp_path)])
+    lines = (tmp_path / "sweep.md").read_text().splitlines()
+    dirty = next(line for line in lines if "| partial 0.25 | 3 | default |" in line)
+    assert dirty.endswith("| +0.000 | -0.020 |")  # @5, @10 against the clean cell
