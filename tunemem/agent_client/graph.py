@@ -19,7 +19,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 
 from tunemem.agent_client.context import AgentContext
-from tunemem.agent_client.credit import credited
+from tunemem.agent_client.credit import credited, lesson_summary, timing_spread
 from tunemem.agent_client.models import Outcome, Retrieval, RetrievedLesson
 from tunemem.agent_client.proposers.base import (
     AttemptOutcome,
@@ -199,36 +199,10 @@ def evaluate(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
     }
 
 
-def _lesson_summary(lesson: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
-    breakdown = lesson.get("breakdown") or {}
-    return {
-        "id": lesson["id"],
-        "kind": lesson["kind"],
-        "text": lesson.get("rendered_text") or lesson.get("text", ""),
-        "score": lesson.get("score"),
-        "value": breakdown.get("value"),
-        "value_scope": breakdown.get("value_scope"),
-        "estimator": breakdown.get("estimator"),
-        "n": breakdown.get("n"),
-        "value_after": values.get(lesson["id"]),
-    }
-
-
 def _outcome_provenance(ctx: AgentContext) -> dict[str, Any]:
     """The runner's provenance as an outcome carries it (an outcome has no coverage)."""
     provenance = ctx.runner.provenance()
     return {"origin": provenance.origin, "device_reported": provenance.device_reported}
-
-
-def timing_spread(result: dict[str, Any]) -> dict[str, Any]:
-    """The spread of the timings behind a result's latency and their count, where the runner
-    measured them (`latency_std_ms`, as the harness and the replay of a cache report it)."""
-    spread = (result.get("metrics") or {}).get("latency_std_ms")
-    repetitions = result.get("repetitions")
-    if result.get("latency_ms") is None or not isinstance(spread, int | float) or spread < 0:
-        return {}
-    count = repetitions if isinstance(repetitions, int) and repetitions >= 1 else None
-    return {"latency_spread_ms": float(spread), "repetitions": count}
 
 
 def report(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -259,7 +233,7 @@ def report(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         rewards, values = receipt.rewards, receipt.values
     used_ids = set(proposal["used"]) | set(rewards)
     lessons = [
-        _lesson_summary(lesson, values)
+        lesson_summary(lesson, values)
         for lesson in (retrieval or {}).get("lessons", [])
         if lesson["id"] in used_ids
     ]
