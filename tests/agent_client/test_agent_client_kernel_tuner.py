@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import socket
+import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -100,6 +101,16 @@ def test_strategy_tunes_from_memory_and_reports_outcomes_and_the_run(live, w6600
         if service.lesson_history(lesson.id).outcomes
     ]
     assert credited
+    # Each outcome carries the configuration tried and the spread of Kernel Tuner's timings.
+    times = {tuple(e[k] for k in keys): e["times"] for e in doc["cache"].values() if "times" in e}
+    outcomes = [o for lid in credited for o in service.lesson_history(lid).outcomes]
+    for outcome in outcomes:
+        assert outcome.config is not None and set(outcome.config) == set(keys)
+        runs = times.get(tuple(outcome.config[k] for k in keys))
+        if outcome.latency_ms is not None and runs and len(runs) > 1:
+            assert outcome.repetitions == len(runs)
+            assert outcome.latency_spread_ms == pytest.approx(statistics.pstdev(runs))
+    assert any(o.latency_spread_ms for o in outcomes)
 
 
 def test_unreachable_memory_warns_once_and_tuning_goes_on(w6600_cache):

@@ -170,6 +170,10 @@ def test_times_only_the_memory_best_and_reports_every_timing(memory):
     assert after["trajectories"] == before["trajectories"] + 1
     suggested = [o for o in decision["origins"] if o.startswith("memory:")]
     assert len(report["outcomes"]) == len(suggested)  # one per timed suggestion
+    for sent in report["outcomes"]:  # the configuration, and the spread of Triton's runs
+        outcome = sent["outcome"]
+        assert set(outcome.config) >= {"BLOCK", "num_warps"}
+        assert outcome.latency_spread_ms is not None and outcome.latency_spread_ms >= 0
     assert after["outcomes"] == before["outcomes"] + len(suggested)
 
     # The same key again: Triton's cache answers; nothing is asked or reported again.

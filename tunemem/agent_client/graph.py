@@ -19,7 +19,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 
 from tunemem.agent_client.context import AgentContext
-from tunemem.agent_client.credit import credited
+from tunemem.agent_client.credit import credited, lesson_summary, timing_spread
 from tunemem.agent_client.models import Outcome, Retrieval, RetrievedLesson
 from tunemem.agent_client.proposers.base import (
     AttemptOutcome,
@@ -147,6 +147,7 @@ def proposal_request(state: AgentState) -> ProposalRequest:
             error_category=h.get("error_category"),
             used=tuple(h.get("used") or ()),
             origin=h.get("origin", ""),
+            **(timing_spread(h) if h["feasible"] else {}),
         )
         for h in state.get("history") or []
     )
@@ -198,21 +199,6 @@ def evaluate(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
     }
 
 
-def _lesson_summary(lesson: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
-    breakdown = lesson.get("breakdown") or {}
-    return {
-        "id": lesson["id"],
-        "kind": lesson["kind"],
-        "text": lesson.get("rendered_text") or lesson.get("text", ""),
-        "score": lesson.get("score"),
-        "value": breakdown.get("value"),
-        "value_scope": breakdown.get("value_scope"),
-        "estimator": breakdown.get("estimator"),
-        "n": breakdown.get("n"),
-        "value_after": values.get(lesson["id"]),
-    }
-
-
 def _outcome_provenance(ctx: AgentContext) -> dict[str, Any]:
     """The runner's provenance as an outcome carries it (an outcome has no coverage)."""
     provenance = ctx.runner.provenance()
@@ -238,6 +224,8 @@ def report(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
                 best_before_ms=best_before,
                 error=result["error_category"],
                 provenance=_outcome_provenance(ctx),
+                config=dict(proposal["config"]),
+                **timing_spread(result),
             ),
             used=credited(proposal["used"], retrieval.get("lessons", []), proposal["config"]),
             idempotency_key=f"{state['run_id']}:{index}",
@@ -245,7 +233,7 @@ def report(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         rewards, values = receipt.rewards, receipt.values
     used_ids = set(proposal["used"]) | set(rewards)
     lessons = [
-        _lesson_summary(lesson, values)
+        lesson_summary(lesson, values)
         for lesson in (retrieval or {}).get("lessons", [])
         if lesson["id"] in used_ids
     ]

@@ -6,6 +6,9 @@ promises, so a changed contract fails loudly here instead of deep inside the age
 
 from __future__ import annotations
 
+import math
+import statistics
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -48,6 +51,7 @@ class RetrievedLesson:
     breakdown: dict[str, Any] = field(default_factory=dict)
     glossary: tuple[dict[str, Any], ...] = ()
     stale: bool = False
+    caveat: str | None = None  # why a resource-limit failure does (not) warn on this chip
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RetrievedLesson:
@@ -65,6 +69,7 @@ class RetrievedLesson:
             breakdown=dict(data.get("breakdown") or {}),
             glossary=tuple(e for e in data.get("glossary") or () if isinstance(e, dict)),
             stale=bool(data.get("stale", False)),
+            caveat=data.get("caveat") if isinstance(data.get("caveat"), str) else None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -108,7 +113,13 @@ class Retrieval:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What happened to an attempt, as reported to the service."""
+    """What happened to an attempt, as reported to the service.
+
+    `config` is the attempt's configuration: with it the service credits each used lesson by
+    whether the attempt followed it. `timings_ms` are every timing of the attempt (the service
+    takes their median as the latency when `latency_ms` is left out); or `latency_spread_ms`
+    (the timings' standard deviation) with `repetitions` describe the timings behind
+    `latency_ms`. Their spread tempers how far one report moves a value."""
 
     compiled: bool
     correct: bool | None
@@ -118,12 +129,40 @@ class Outcome:
     # How the numbers were obtained: {"origin": ..., "device_reported": ...}
     # (`ingest.provenance`); None sends none and the service stores "unstated".
     provenance: dict[str, Any] | None = None
+    config: dict[str, Any] | None = None
+    timings_ms: list[float] | None = None
+    latency_spread_ms: float | None = None
+    repetitions: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         body = asdict(self)
-        if body["provenance"] is None:
-            del body["provenance"]  # a server from before provenance refuses the key
+        if body["config"] is not None:  # the service takes scalar settings (null: not set)
+            body["config"] = {
+                str(k): v
+                for k, v in body["config"].items()
+                if isinstance(v, str | bool | int) or (isinstance(v, float) and math.isfinite(v))
+            }
+        # Left out when not given, so a service from before these fields accepts the report.
+        for name in ("provenance", "config", "timings_ms", "latency_spread_ms", "repetitions"):
+            if body[name] is None:
+                del body[name]
         return body
+
+
+def timed_attempt(
+    config: dict[str, Any], times: Sequence[Any] | None, latency_ms: float | None
+) -> dict[str, Any]:
+    """`Outcome` fields of an attempt: its configuration and, where it was timed two or more
+    times and has a latency, the spread (standard deviation) and count of those timings (Kernel
+    Tuner keeps every run's time of a configuration in its result's `times`)."""
+    runs = [float(t) for t in times or () if isinstance(t, int | float) and t > 0]
+    if latency_ms is None or len(runs) < 2:
+        return {"config": config}
+    return {
+        "config": config,
+        "latency_spread_ms": statistics.pstdev(runs),
+        "repetitions": len(runs),
+    }
 
 
 @dataclass(frozen=True)
@@ -138,6 +177,8 @@ class OutcomeReceipt:
     outcome_id: int | None = None
     reward: float | None = None
     duplicate: bool = False
+    # lesson -> followed, not_followed, contradicted, confirmed, untested or unknown
+    credit: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> OutcomeReceipt:
@@ -149,4 +190,5 @@ class OutcomeReceipt:
             outcome_id=int(outcome_id) if isinstance(outcome_id, int) else None,
             reward=float(reward) if isinstance(reward, int | float) else None,
             duplicate=bool(data.get("duplicate", False)),
+            credit={str(k): str(v) for k, v in (data.get("credit") or {}).items()},
         )

@@ -29,12 +29,13 @@ more exploits.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from tunemem.retrieval.perf_gp import distances
-from tunemem.retrieval.perf_model import FloatArray
+from tunemem.retrieval.perf_model import ConfigKey, FloatArray
 
 EXPLORE_SHARE = 0.5  # share of a batch that explores when the confidence is 0
 INTERVAL_Z = 1.645  # a 90% interval
@@ -192,3 +193,11 @@ def _explore(
         promising[i] = False
         far = np.minimum(far, distances(inputs.features, inputs.features[i : i + 1])[:, 0])
     return out
+
+
+def stall_of(observations: Sequence[tuple[ConfigKey, float | None]]) -> int:
+    """Observations made after the run's best one (all of them before a feasible one)."""
+    latencies = [ms if ms is not None and ms > 0 else math.inf for _, ms in observations]
+    if not latencies or min(latencies) == math.inf:
+        return len(latencies)
+    return len(latencies) - 1 - latencies.index(min(latencies))

@@ -36,7 +36,12 @@ def distances(a: FloatArray, b: FloatArray) -> FloatArray:
 class Residual:
     """A zero-mean GP over the residuals of the calibrated ensemble."""
 
-    def __init__(self, x: FloatArray, r: FloatArray, width: float) -> None:
+    def __init__(
+        self, x: FloatArray, r: FloatArray, width: float, noise: FloatArray | None = None
+    ) -> None:
+        """`noise`: each observation's own measurement variance in log latency (the squared
+        relative error of its timing), added to the shared noise: a timing with a wide spread
+        pulls the fit less than a tight one."""
         self.x = x
         # A linear trend over the features first (ridge), so a direction that pays off on this
         # chip is followed beyond the observations; the GP takes what the trend leaves.
@@ -45,12 +50,13 @@ class Residual:
         self.trend = np.linalg.solve(xc.T @ xc + TREND_RIDGE * np.eye(x.shape[1]), xc.T @ r)
         r = r - xc @ self.trend
         self.signal = max(float(np.var(r)), 1e-3) if len(r) > 1 else 0.05
-        noise = self.signal * NOISE_SHARE + 1e-6
+        own = np.zeros(len(r)) if noise is None else np.asarray(noise, dtype=np.float64)
+        diagonal = np.diag(self.signal * NOISE_SHARE + 1e-6 + own)
         d = distances(x, x)
         best: tuple[float, float, Any, FloatArray] | None = None
         for scale in LENGTH_SCALES:
             length = scale * width
-            k = self.signal * _matern52(d, length) + noise * np.eye(len(r))
+            k = self.signal * _matern52(d, length) + diagonal
             chol = np.linalg.cholesky(k)
             alpha = cho_solve((chol, True), r)
             evidence = -0.5 * float(r @ alpha) - float(np.log(np.diag(chol)).sum())

@@ -48,7 +48,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.special import ndtr
 
-from tunemem.retrieval.perf_batch import INTERVAL_Z, BatchInputs, batch_counts, pick_batch
+from tunemem.retrieval.perf_batch import INTERVAL_Z, BatchInputs, batch_counts, pick_batch, stall_of
 from tunemem.retrieval.perf_gp import Residual
 from tunemem.retrieval.perf_model import ConfigKey, FamilyModel, FloatArray
 from tunemem.retrieval.perf_weights import chip_weights, run_confidence
@@ -135,7 +135,7 @@ class Posterior:
         features: FloatArray,
         columns: FloatArray,
         open_rows: npt.NDArray[np.bool_],
-        observed: list[tuple[int, float]],
+        observed: list[tuple[int, float, float]],  # (row, ln latency, its variance)
         prior: FloatArray,
         seed: int,
         prior_confidence: float = 1.0,
@@ -150,12 +150,13 @@ class Posterior:
         self.open = open_rows
         rng = np.random.default_rng(seed)
         self.draw = float(np.random.default_rng((seed, 1)).random())  # the fit's stream intact
-        all_rows = np.array([i for i, _ in observed], dtype=np.int64)
-        all_y = np.array([v for _, v in observed], dtype=np.float64)
+        all_rows = np.array([i for i, _, _ in observed], dtype=np.int64)
+        all_y = np.array([v for _, v, _ in observed], dtype=np.float64)
+        all_noise = np.array([n for _, _, n in observed], dtype=np.float64)
         self.ranked_observed = features[all_rows[np.argsort(all_y, kind="stable")]]
         self.n_observations = len(all_y)
         fit = fit_subsample(all_y, rng)
-        rows, y = all_rows[fit], all_y[fit]
+        rows, y, noise = all_rows[fit], all_y[fit], all_noise[fit]
         self.n_fit = len(y)
         self.weights = chip_weights(y, columns[rows], prior, rng)
         m = columns @ self.weights
@@ -173,7 +174,7 @@ class Posterior:
         self.length = 0.2 * math.sqrt(max(1, features.shape[1]))
         if len(y) >= 2:
             width = math.sqrt(max(1, int((features.max(0) > features.min(0)).sum())))
-            residual = Residual(features[rows], y - self.mean[rows], width)
+            residual = Residual(features[rows], y - self.mean[rows], width, noise)
             self.length = residual.length
             short = self._shortlist(residual.signal, rng)
             shift, gp_var = residual.predict(features[short])
@@ -300,6 +301,7 @@ def fit_posterior(
     seed: int = 0,
     target: Any = None,
     pooled_share: float = POOLED_SHARE_NEW_KEY,
+    noise: Mapping[ConfigKey, float] | None = None,
 ) -> Posterior:
     """Refit the family model to a run's observations.
 
@@ -316,6 +318,8 @@ def fit_posterior(
         target: the run's key (`retrieval.perf_pooled.KeyContext`); with a pooled model, its
             prediction at this key joins the columns.
         pooled_share: the pooled column's share of the prior weight.
+        noise: per observed key, the variance of its ln latency (its timing's squared relative
+            error) where the run measured it; the residual GP weighs those observations less.
     """
     if valid is not None:
         wanted = list(dict.fromkeys(valid))
@@ -354,7 +358,7 @@ def fit_posterior(
             continue
         open_rows[at] = False
         if ms is not None and ms > 0:
-            observed.append((at, math.log(ms)))
+            observed.append((at, math.log(ms), (noise or {}).get(key, 0.0)))
     weights = np.array([max(0.0, float(prior.get(c, 0.0))) for c in model.chips])
     if weights.sum() <= 0:
         weights = np.ones(len(model.chips))
@@ -382,14 +386,6 @@ def fit_posterior(
         names=names,
         stall=stall_of(observations),
     )
-
-
-def stall_of(observations: Sequence[tuple[ConfigKey, float | None]]) -> int:
-    """Observations made after the run's best one (all of them before a feasible one)."""
-    latencies = [ms if ms is not None and ms > 0 else math.inf for _, ms in observations]
-    if not latencies or min(latencies) == math.inf:
-        return len(latencies)
-    return len(latencies) - 1 - latencies.index(min(latencies))
 
 
 def _keeps_to(model: FamilyModel, key: ConfigKey, allowed: Mapping[str, Sequence[Any]]) -> bool:

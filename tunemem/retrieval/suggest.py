@@ -60,6 +60,7 @@ class Observation:
     feasible: bool
     latency_ms: float | None
     used: tuple[str, ...] = ()
+    relative_error: float | None = None  # of the latency, where the run measured its spread
 
 
 @dataclass(frozen=True)

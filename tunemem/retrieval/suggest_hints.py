@@ -36,6 +36,9 @@ class HintedLesson:
     score: float = 0.0
     transferred: bool = False
     text: str = ""
+    # False for a failure from a resource limit its chip has and the target lacks
+    # (`retrieval.limits`): its settings are not avoided there.
+    avoid_applies: bool = True
 
 
 def config_key(space: Mapping[str, Any], config: Mapping[str, Any]) -> Key:
@@ -156,7 +159,9 @@ class Hints:
                 self.prefer.append((lesson, hint["param"], hint["value"], weight))
             else:
                 self.soft_avoid.append((hint["param"], hint["value"]))
-        if "avoid" in hint:
+        if "avoid" in hint and not lesson.avoid_applies:
+            self._skip(lesson, "hint.avoid: a resource limit of its chip that the target lacks")
+        elif "avoid" in hint:
             # Only a pattern that fails more often than not is excluded outright.
             rate = _number(hint.get("failure_rate") or 0.0)
             if not _scalar_config(hint["avoid"]):

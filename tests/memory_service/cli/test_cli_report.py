@@ -104,3 +104,30 @@ def test_a_typed_report_is_stored_as_hand_entered(tmp_path: Path):
     finally:
         service.close()
     assert [(o.origin, o.device_reported) for o in rows] == [("hand-entered", None)]
+
+
+def test_report_takes_the_configuration_and_timings(tmp_path: Path):
+    data = synthetic_store(tmp_path)
+    rid = retrieve_id(data)
+    config = json.dumps({"BLOCK": 256})
+    args = ["--correct", "--config", config, "--timing-ms", "1.0", "--timing-ms", "1.02"]
+    answer = invoke("report", rid, *args, *data)
+    assert answer.exit_code == 0, answer.output
+    body = json.loads(answer.output)
+    assert body["credit"] and set(body["credit"].values()) <= {"followed", "not_followed"}
+    bad = invoke("report", rid, "--correct", "--config", "{block", *data)
+    assert bad.exit_code != 0 and "--config is not JSON" in bad.output
+    outside = invoke(
+        "report",
+        rid,
+        "--correct",
+        "--latency-ms",
+        "5",
+        "--timing-ms",
+        "1.0",
+        "--timing-ms",
+        "1.1",
+        *data,
+    )
+    assert outside.exit_code != 0 and "outside its timings" in outside.output
+    assert "from 1 outcomes" in invoke("values", "rebuild", *data).output

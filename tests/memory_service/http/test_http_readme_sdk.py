@@ -34,3 +34,26 @@ def test_readme_sdk_example_runs(service, serve, capsys):
     printed = capsys.readouterr().out
     assert "exemplar" in printed and ": 1.0}" in printed
     assert service.counts()["outcomes"] == 1
+
+
+def test_readme_sdk_example_does_not_reward_the_advice_its_outcome_contradicted(
+    service, serve, capsys
+):
+    """On the quickstart's store the example gets an A100 lesson "avoid tile_size_y=4,
+    read_only=1" first and reports the W6600's optimum, which carries both, as fast and correct:
+    that lesson was shown wrong on the W6600 and must lose value there, not gain it (issue 36,
+    case 3)."""
+    from tunemem.memory_service.cli.serve import seed_samples
+
+    seed_samples(service)
+    url = serve(create_app(service))
+    exec(compile(_sdk_example().replace("http://127.0.0.1:8000", url), "README.md", "exec"), {})
+    printed = capsys.readouterr().out
+    first_id = printed.split()[0]
+    history = service.lesson_history(first_id)
+    (outcome,) = history.outcomes
+    lesson = service.get_lesson(first_id)
+    assert lesson.kind == "failure" and lesson.hint["avoid"] == {"tile_size_y": 4, "read_only": 1}
+    (w6600,) = [v for v in history.values if v.scope == "chip:w6600"]
+    assert w6600.q < service.settings.q0
+    assert f"'{first_id}': -1.0" in printed

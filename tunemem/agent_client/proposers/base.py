@@ -41,6 +41,9 @@ class AttemptOutcome:
     error_category: str | None = None
     used: tuple[str, ...] = ()
     origin: str = ""
+    # the spread of the timings behind latency_ms and their count, where the runner measured them
+    latency_spread_ms: float | None = None
+    repetitions: int | None = None
 
 
 @dataclass(frozen=True)

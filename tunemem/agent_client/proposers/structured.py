@@ -29,6 +29,7 @@ def hinted(lesson: RetrievedLesson) -> HintedLesson:
         score=lesson.score,
         transferred=lesson.transferred,
         text=lesson.text,
+        avoid_applies=lesson.warning or lesson.kind != "failure",
     )
 
 

@@ -13,10 +13,23 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from tunemem.agent_client.proposers.base import Proposal, ProposalRequest, Proposer
+from tunemem.agent_client.proposers.base import (
+    AttemptOutcome,
+    Proposal,
+    ProposalRequest,
+    Proposer,
+)
 from tunemem.agent_client.proposers.structured import StructuredProposer
 
 log = logging.getLogger(__name__)
+
+
+def spread_of(attempt: AttemptOutcome) -> dict[str, Any]:
+    """The spread of the timings behind a feasible attempt's latency, where it was measured:
+    the model weighs a timing with a wide spread less."""
+    if not attempt.feasible or attempt.latency_ms is None or attempt.latency_spread_ms is None:
+        return {}
+    return {"latency_spread_ms": attempt.latency_spread_ms, "repetitions": attempt.repetitions}
 
 
 class SuggestProposer(Proposer):
@@ -41,6 +54,7 @@ class SuggestProposer(Proposer):
                 "config": dict(a.config),
                 "latency_ms": a.latency_ms if a.feasible else None,
                 "feasible": bool(a.feasible and a.latency_ms is not None),
+                **spread_of(a),
             }
             for a in request.history
         ]

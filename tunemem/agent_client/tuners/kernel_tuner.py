@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tunemem.agent_client.client import MemoryClient
-from tunemem.agent_client.models import Outcome
+from tunemem.agent_client.models import Outcome, timed_attempt
 from tunemem.agent_client.tuners.kernel_tuner_runner import (
     device_name,
     kernel_backend,
@@ -300,7 +300,6 @@ class _Run:
             for result in self.cost_func.results[before:]:
                 self._record(result, retrieval_id, used, source)
 
-    # ------------------------------------------------------------------ record
     def _record(
         self, result: dict[str, Any], retrieval_id: str | None, used: list[str], source: str
     ) -> None:
@@ -335,6 +334,7 @@ class _Run:
                 best_before_ms=self.best_ms,
                 error=kind,
                 provenance={"origin": self.origin, "device_reported": self.device_reported},
+                **timed_attempt(config, result.get("times"), latency_ms),
             )
             self.reporter.submit(lambda: self._report(retrieval_id, outcome, used))
         if latency_ms is not None and (self.best_ms is None or latency_ms < self.best_ms):

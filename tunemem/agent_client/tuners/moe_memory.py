@@ -323,6 +323,8 @@ class MoeMemory:
                         best_before_ms=best / 1e3 if best is not None else None,
                         error=None if ok else (row.get("error") or "failed")[:200],
                         provenance=dict(provenance) if provenance else None,
+                        # vLLM's benchmark answers the mean of its runs, not their spread
+                        config=dict(row["config"]),
                     )
                     self.link.report(row["retrieval_id"], outcome, used=row["lessons"])
                 if row["us"] is not None:

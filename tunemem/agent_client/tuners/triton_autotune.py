@@ -43,6 +43,7 @@ from tunemem.agent_client.tuners.triton_records import (
     params_key,
     scalar,
     timing_ms,
+    timing_spread_ms,
     trajectory,
 )
 from tunemem.agent_client.tuners.triton_rounds import RoundPolicy
@@ -281,14 +282,15 @@ class MemoryTuning:
 
     def report(self, pending: Pending, timings: Mapping[Any, Any]) -> None:
         """Send Triton's timings of a new key back to the memory, in the background."""
-        measured = []
+        measured, spreads = [], {}
         for config, timing in timings.items():
             measured.append((config_params(config), timing_ms(timing)))
+            spreads[params_key(config_params(config))] = timing_spread_ms(timing)
         report = {
             "key": pending.key,
             "retrieval_id": pending.retrieval_id,
             "trajectory": trajectory(pending, measured, self.context(), self.origin),
-            "outcomes": outcomes(pending, measured, self.origin),
+            "outcomes": outcomes(pending, measured, self.origin, spreads),
             "sent": False,
             "error": None,
         }

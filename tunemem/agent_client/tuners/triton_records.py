@@ -45,6 +45,22 @@ def timing_ms(timing: Any) -> float:
     return float(value) if value is not None else math.inf
 
 
+# p80 - p20 of a normal distribution, in standard deviations (2 x 0.8416)
+P20_P80_SIGMAS = 1.6832
+
+
+def timing_spread_ms(timing: Any) -> float | None:
+    """The spread of the runs behind Triton's timing: its benchmark times a configuration
+    many times within `rep` ms and answers the quantiles [median, p20, p80]; their p20-p80
+    width as a standard deviation. None for a bare number or a failure."""
+    if not isinstance(timing, list | tuple) or len(timing) < 3:
+        return None
+    low, high = timing[1], timing[2]
+    if not all(isinstance(v, int | float) and math.isfinite(v) for v in (low, high)):
+        return None
+    return max(float(high) - float(low), 0.0) / P20_P80_SIGMAS
+
+
 def interpreter_bench(kernel_call: Callable[[], Any], quantiles: Any = None) -> list[float]:
     """Wall-clock timing for the Triton interpreter, which has no GPU benchmarker: one warm-up
     call, then the median of three (in ms, as Triton's [median, p20, p80])."""
@@ -108,13 +124,18 @@ def measured_here(origin: str = "measured") -> dict[str, Any]:
 
 
 def outcomes(
-    pending: Pending, measured: list[tuple[dict[str, Any], float]], origin: str = "measured"
+    pending: Pending,
+    measured: list[tuple[dict[str, Any], float]],
+    origin: str = "measured",
+    spreads: Mapping[tuple[tuple[str, Any], ...], float | None] | None = None,
 ) -> list[dict[str, Any]]:
-    """One outcome per suggested configuration that was timed, in timing order."""
+    """One outcome per suggested configuration that was timed, in timing order, with its
+    configuration and the spread of Triton's runs (`spreads`, by `params_key`) where known."""
     provenance = measured_here(origin)
     out: list[dict[str, Any]] = []
     best: float | None = None
     for params, ms in measured:
+        spread = (spreads or {}).get(params_key(params))
         lessons = pending.suggestions.get(params_key(params))
         retrieval_id = pending.retrievals.get(params_key(params), pending.retrieval_id)
         ok = math.isfinite(ms)
@@ -126,6 +147,8 @@ def outcomes(
                 best_before_ms=best,
                 error=None if ok else "Triton's benchmark failed (out of resources)",
                 provenance=provenance,
+                config=dict(params),
+                latency_spread_ms=spread if ok else None,
             )
             out.append({"used": lessons, "outcome": outcome, "retrieval_id": retrieval_id})
         if ok:

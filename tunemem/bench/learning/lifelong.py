@@ -24,6 +24,7 @@ from tunemem.agent_client.client import MemoryClient
 from tunemem.agent_client.graph import query_text
 from tunemem.agent_client.proposers import create_proposer
 from tunemem.agent_client.run import run_graph
+from tunemem.bench.learning.dirty import true_curve
 from tunemem.bench.learning.noise import NoisyMemory
 from tunemem.bench.learning.summary import family_means, fractions, goals, summarise, summary_of
 from tunemem.bench.learning.tasks import Task, naive_transfer
@@ -115,7 +116,7 @@ def run_stream(
                 if is_scored:
                     quality["best_in_memory"] = memory.best_in_memory(task, ingested)
                 result = run_graph(
-                    ReplayRunner(recording=task.recording),
+                    memory.runner(task, f"{seed}-{index}-{task.name}"),
                     proposer_for(arm, client, options),
                     client,
                     budget,
@@ -127,14 +128,14 @@ def run_stream(
                     widen_k=widen_k,
                     options=options,
                 )
-                live.service.ingest([memory.trajectory(task)])
+                live.service.ingest(memory.trajectories(task))
                 ingested.append(task)
                 if is_scored:
                     results.append(
                         {
                             "task": task.name,
                             "position": position,
-                            "curve": [a["latency_ms"] for a in result.attempts],
+                            "curve": true_curve(task.recording, result.attempts),
                             "origins": [a["origin"].split(":")[0] for a in result.attempts],
                             **quality,
                         }

@@ -20,11 +20,19 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from tunemem.bench.learning.dirty import (
+    Dirt,
+    SingleTimingRunner,
+    choose,
+    partial_runs,
+    replay_as,
+)
 from tunemem.bench.learning.tasks import Task
 from tunemem.ingest.records import AttemptRecord, TrajectoryRecord
+from tunemem.kernels.runners.replay import ReplayRunner
 
 
 @dataclass(frozen=True)
@@ -33,6 +41,7 @@ class MemoryNoise:
 
     sigma: float = 0.0
     mislabel: float = 0.0
+    dirt: Dirt = field(default_factory=Dirt)  # partial runs, replays, single timings
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.sigma) and 0.0 <= self.sigma <= 3.0):
@@ -42,7 +51,11 @@ class MemoryNoise:
 
     @property
     def clean(self) -> bool:
-        return self.sigma == 0.0 and self.mislabel == 0.0
+        return self.sigma == 0.0 and self.mislabel == 0.0 and self.dirt.clean
+
+    def as_json(self) -> dict[str, float]:
+        """What the report's `noise` records."""
+        return {"sigma": self.sigma, "mislabel": self.mislabel, **asdict(self.dirt)}
 
     def plan(self, tasks: Sequence[Task], seed: int) -> NoisyMemory:
         """The corrupted memory of one seed over all the benchmark's tasks."""
@@ -88,6 +101,42 @@ class NoisyMemory:
             self.labels[key] = (chip, chips[ctx.backend][chip])
         self._records: dict[str, TrajectoryRecord] = {}
         self._exemplars: dict[str, list[dict[str, Any]]] = {}
+        dirt = noise.dirt
+        self.partial = choose([key for key, _ in pool], dirt.partial, seed, "partial")
+        # replayed: (chip, raw name) a task's run is also uploaded under
+        self.replays: dict[str, tuple[str, str | None]] = {}
+        draw = random.Random(f"replayed-as:{seed}")
+        for key in choose(eligible, dirt.replayed, seed, "replayed"):
+            ctx = by_key[key].recording.context
+            chip = draw.choice(sorted(c for c in chips[ctx.backend] if c != ctx.chip))
+            self.replays[key] = (chip, chips[ctx.backend][chip])
+
+    def dirty(self) -> dict[str, Any]:
+        """Which tasks' runs were also uploaded as partial runs, or as replays of which chip."""
+        return {
+            "partial": [key.split("|")[0] for key in self.partial],
+            "replayed": {key.split("|")[0]: chip for key, (chip, _) in self.replays.items()},
+        }
+
+    def trajectories(self, task: Task) -> list[TrajectoryRecord]:
+        """Everything the memory is told of a task's run: the run (`trajectory`), then its
+        partial uploads and its replay under another chip's name, where the seed chose them."""
+        record = self.trajectory(task)
+        key = _key(task)
+        extra = partial_runs(record, self.seed, key) if key in self.partial else []
+        if key in self.replays:
+            extra.append(replay_as(record, *self.replays[key]))
+        return [record, *extra]
+
+    def runner(self, task: Task, run: str) -> ReplayRunner:
+        """The replay of a task's recording that one run measures with; with single timings,
+        the seeded share of its evaluations is reported as one noisy timing (the same draws in
+        every arm: `run` names the run without its arm)."""
+        dirt = self.noise.dirt
+        if dirt.single_timings == 0.0:
+            return ReplayRunner(recording=task.recording)
+        seed = f"timing:{self.seed}:{_key(task)}:{run}"
+        return SingleTimingRunner(task.recording, dirt.single_timings, dirt.timing_sigma, seed)
 
     def mislabelled(self) -> dict[str, str]:
         """Task name -> the chip it is ingested under, for the mislabelled tasks."""
@@ -96,7 +145,7 @@ class NoisyMemory:
     def trajectory(self, task: Task) -> TrajectoryRecord:
         """The run as the memory is told it (the task's own record when the memory is clean)."""
         clean = task.trajectory()
-        if self.noise.clean:
+        if self.noise.sigma == 0.0 and self.noise.mislabel == 0.0:
             return clean
         key = _key(task)
         if key not in self._records:

@@ -102,6 +102,7 @@ def header(report: dict[str, Any], title: str) -> list[str]:
             " could reach.\n",
         ]
         + noise_line(report)
+        + dirt_line(report)
         + ([f"{report['note']}\n"] if report.get("note") else [])
     )
 
@@ -118,6 +119,27 @@ def noise_line(report: dict[str, Any]) -> list[str]:
         f" ({', '.join(map(str, counts)) or 0} mislabelled per seed); the agent measures and is"
         " scored on the true recording.\n"
     ]
+
+
+def dirt_line(report: dict[str, Any]) -> list[str]:
+    """What a swarm added, when it added anything (`--partial`, `--replayed`,
+    `--single-timings`; `bench.learning.dirty`)."""
+    noise = report.get("noise") or {}
+    if not any(noise.get(k) for k in ("partial", "replayed", "single_timings")):
+        return []
+    dirty = report.get("dirty") or []
+    partial = ", ".join(str(len(d.get("partial") or [])) for d in dirty) or "0"
+    replayed = ", ".join(str(len(d.get("replayed") or {})) for d in dirty) or "0"
+    told = (
+        f"Dirty memory: {noise.get('partial', 0)} of the runs also uploaded as partial runs "
+        f"({partial} runs per seed, each as 2 uploads of 10 evaluations), "
+        f"{noise.get('replayed', 0)} also uploaded as a replay labelled as another chip of "
+        f"their backend ({replayed} per seed), and {noise.get('single_timings', 0)} of the "
+        f"agent's evaluations reported as one timing moved by "
+        f"exp(N(0, {noise.get('timing_sigma', 0)})) instead of the recorded mean with its "
+        "spread; runs are scored on the true recorded times.\n"
+    )
+    return [told]
 
 
 def write_markdown(report: dict[str, Any], path: Path) -> None:

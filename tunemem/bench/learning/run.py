@@ -30,11 +30,11 @@ from tunemem.bench.common.arms import ARMS, SERVICE_SETTINGS, WIDEN_K, arm_propo
 from tunemem.bench.common.memory_server import LiveService
 from tunemem.bench.common.paths import KERNELTUNER_CACHES
 from tunemem.bench.common.results import machine
+from tunemem.bench.learning.dirty import true_curve
 from tunemem.bench.learning.lifelong import lifelong_report, ranking_quality, run_random, run_stream
 from tunemem.bench.learning.noise import MemoryNoise, NoisyMemory
 from tunemem.bench.learning.summary import family_means, goals, summarise, summary_of
 from tunemem.bench.learning.tasks import Task, discover_tasks, naive_transfer
-from tunemem.kernels.runners.replay import ReplayRunner
 
 DEFAULT_CACHES = KERNELTUNER_CACHES
 PROTOCOLS = ("loo", "lifelong")
@@ -67,7 +67,7 @@ def run_loo_arm(
         return run_random(target, seed, budget)
     live = factory()
     try:
-        live.service.ingest([memory.trajectory(s) for s in sources])
+        live.service.ingest([run for s in sources for run in memory.trajectories(s)])
         with MemoryClient(live.url) as client:
             settings: dict[str, Any] = {"seed": seed, "k": k, "widen_k": WIDEN_K}
             settings["options"] = options
@@ -75,7 +75,7 @@ def run_loo_arm(
                 # A source run does not see its own chip's lessons: the values it leaves are
                 # about how other chips' lessons carry over, which is what the target needs.
                 run_graph(
-                    ReplayRunner(recording=source.recording),
+                    memory.runner(source, f"{target.name}-{seed}-src{i}"),
                     create_proposer("structured"),
                     client,
                     budget,
@@ -86,7 +86,7 @@ def run_loo_arm(
             quality = ranking_quality(client, target, options)
             quality["best_in_memory"] = memory.best_in_memory(target, sources)
             result = run_graph(
-                ReplayRunner(recording=target.recording),
+                memory.runner(target, f"{target.name}-{seed}"),
                 arm_proposer(arm, client, options),
                 client,
                 budget,
@@ -96,7 +96,7 @@ def run_loo_arm(
     finally:
         live.close()
     return {
-        "curve": [a["latency_ms"] for a in result.attempts],
+        "curve": true_curve(target.recording, result.attempts),
         "origins": [a["origin"].split(":")[0] for a in result.attempts],
         **quality,
     }
@@ -155,6 +155,7 @@ def run_loo(
         "goals": goals(summary, families),
         "best_single_transfer": sum(transfers) / len(transfers) if transfers else 0.0,
         "mislabelled": [plan.mislabelled() for plan in plans],
+        "dirty": [plan.dirty() for plan in plans],
     }
 
 
@@ -201,6 +202,7 @@ def run_lifelong(
             )
     report = lifelong_report(runs, tasks, warmup, budget)
     report["mislabelled"] = [plan.mislabelled() for plan in plans]
+    report["dirty"] = [plan.dirty() for plan in plans]
     return report
 
 
@@ -281,7 +283,7 @@ def run_learning_bench(
         "k": k,
         "arms": {a: ARMS[a] for a in arms},
         "service_settings": settings,
-        "noise": {"sigma": noise.sigma, "mislabel": noise.mislabel},
+        "noise": noise.as_json(),
         "machine": machine(),
         "note": note,
         **body,

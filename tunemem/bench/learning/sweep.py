@@ -1,7 +1,8 @@
 """The noisy-memory sweep's table: `python -m tunemem.bench.learning.sweep DIR [--out FILE.md]`.
 
-Reads every learning-benchmark JSON in DIR (one per protocol x noise sigma x mislabel fraction,
-as `tunemem bench learning --noise S --mislabel F` writes them) and writes one Markdown table
+Reads every learning-benchmark JSON in DIR (one per protocol x noise sigma x mislabel fraction
+x dirt, as `tunemem bench learning --noise S --mislabel F [--partial P --replayed R
+--single-timings T]` writes them) and writes one Markdown table
 (DIR/sweep.md unless --out):
 per cell and arm, the fraction of the optimum at 1, 5 and 10 attempts and the top-3 ranking
 quality (lifelong: the second half of the stream; loo: every target), with each arm's lead over
@@ -18,6 +19,16 @@ from typing import Any
 from tunemem.bench.common.results import memory_held, memory_held_line
 
 COLUMNS = ("1", "5", "10", "top_3")
+DIRT = {"partial": "partial", "replayed": "replayed", "single_timings": "single timings"}
+
+
+def dirt_of(noise: dict[str, Any]) -> str:
+    """The cell's dirty-memory streams (`bench.learning.dirty`), "" for none."""
+    return ", ".join(f"{name} {noise[key]}" for key, name in DIRT.items() if noise.get(key))
+
+
+def is_clean(noise: dict[str, Any]) -> bool:
+    return noise["sigma"] == 0 and noise["mislabel"] == 0 and not dirt_of(noise)
 
 
 def _summary(report: dict[str, Any]) -> dict[str, dict[str, float]]:
@@ -34,20 +45,24 @@ def load_cells(folder: Path) -> list[dict[str, Any]]:
         if report.get("benchmark") == "learning":
             noise = report.get("noise") or {"sigma": 0.0, "mislabel": 0.0}
             cells.append({"path": path.name, "noise": noise, **report})
-    return sorted(cells, key=lambda c: (c["protocol"], c["noise"]["sigma"], c["noise"]["mislabel"]))
+    return sorted(
+        cells,
+        key=lambda c: (
+            c["protocol"],
+            c["noise"]["sigma"],
+            c["noise"]["mislabel"],
+            dirt_of(c["noise"]),
+        ),
+    )
 
 
 def sweep_table(cells: list[dict[str, Any]]) -> list[str]:
     """Markdown rows: one per (cell, arm)."""
-    clean = {
-        c["protocol"]: _summary(c)
-        for c in cells
-        if c["noise"]["sigma"] == 0 and c["noise"]["mislabel"] == 0
-    }
+    clean = {c["protocol"]: _summary(c) for c in cells if is_clean(c["noise"])}
     lines = [
-        "| protocol | sigma | mislabel | seeds | arm | @1 | @5 | @10 | top-3 | @5 − sim"
+        "| protocol | sigma | mislabel | dirt | seeds | arm | @1 | @5 | @10 | top-3 | @5 − sim"
         " | @10 − sim | top-3 − sim | @5 − own clean | @10 − own clean |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for cell in cells:
         summary = _summary(cell)
@@ -63,7 +78,8 @@ def sweep_table(cells: list[dict[str, Any]]) -> list[str]:
             drop = " | ".join(f"{row[c] - own[c]:+.3f}" if own else "" for c in ("5", "10"))
             lines.append(
                 f"| {cell['protocol']} | {cell['noise']['sigma']} | {cell['noise']['mislabel']}"
-                f" | {cell['seeds']} | {arm} | {values} | {lead} | {drop} |"
+                f" | {dirt_of(cell['noise'])} | {cell['seeds']} | {arm} | {values} | {lead}"
+                f" | {drop} |"
             )
     return lines
 

@@ -82,14 +82,33 @@ def bench_learning(
             help="fraction of ingested runs labelled with another chip of their backend (0-1)",
         ),
     ] = 0.0,
+    partial: Annotated[
+        float,
+        typer.Option(help="fraction of runs also uploaded as partial runs of 10 evaluations"),
+    ] = 0.0,
+    replayed: Annotated[
+        float,
+        typer.Option(help="fraction of runs also uploaded as a replay under another chip's name"),
+    ] = 0.0,
+    single_timings: Annotated[
+        float,
+        typer.Option(help="share of the agent's evaluations reported as one noisy timing"),
+    ] = 0.0,
+    timing_noise: Annotated[
+        float | None,
+        typer.Option(help="log-normal sigma of a single timing (0 to 3; default 0.2)"),
+    ] = None,
 ) -> None:
     """Learning benchmark on recorded search spaces (replay): loo or lifelong protocol."""
+    from tunemem.bench.learning.dirty import Dirt
     from tunemem.bench.learning.noise import MemoryNoise
     from tunemem.bench.learning.run import ARMS, PROTOCOLS, run_learning_bench
     from tunemem.bench.learning.tasks import TaskDataError
 
     try:
-        memory_noise = MemoryNoise(sigma=noise, mislabel=mislabel)
+        sigma = {} if timing_noise is None else {"timing_sigma": timing_noise}
+        dirt = Dirt(partial=partial, replayed=replayed, single_timings=single_timings, **sigma)
+        memory_noise = MemoryNoise(sigma=noise, mislabel=mislabel, dirt=dirt)
     except ValueError as exc:
         err.print(f"error: {exc}")
         raise typer.Exit(2) from exc

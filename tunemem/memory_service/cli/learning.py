@@ -165,6 +165,14 @@ def report(
         float | None, typer.Option(help="best latency before this attempt")
     ] = None,
     error: Annotated[str | None, typer.Option(help="error text")] = None,
+    config: Annotated[
+        str | None,
+        typer.Option(help='the configuration tried, as JSON ({"block_size_x": 128, ...})'),
+    ] = None,
+    timing_ms: Annotated[
+        list[float] | None,
+        typer.Option("--timing-ms", help="one timing of the attempt (repeat for each)"),
+    ] = None,
     used: Annotated[
         list[str] | None,
         typer.Option("--used", help="lesson ids used (repeat); default all returned"),
@@ -199,6 +207,13 @@ def report(
         "best_before_ms": best_before_ms,
         "error": error,
     }
+    if config is not None:
+        try:
+            outcome["config"] = json.loads(config)
+        except ValueError:
+            fail(f"--config is not JSON: {config!r}")
+    if timing_ms:
+        outcome["timings_ms"] = list(timing_ms)
     key = idempotency_key or report_key(retrieval_id, used or None, outcome)
     # A person typed these numbers: they are kept as hand-entered, not as a tool's measurement.
     typed = {**outcome, "provenance": {"origin": "hand-entered"}}

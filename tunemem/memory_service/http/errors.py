@@ -101,7 +101,7 @@ async def _service_error(_: Request, exc: Exception) -> JSONResponse:
 
 
 # Validation errors raised with their own type (`PydanticCustomError`) answer that type as code.
-OWN_CODES = ("invalid_text", "invalid_toolchain")
+OWN_CODES = ("invalid_text", "invalid_toolchain", "invalid_timings", "invalid_config")
 
 
 async def _validation_error(_: Request, exc: Exception) -> JSONResponse:

@@ -44,6 +44,21 @@ def report_outcome_tool(service: MemoryAPI) -> Tool:
                 "null credits every returned lesson"
             ),
         ] = None,
+        config: Annotated[
+            dict[str, str | int | float | bool] | None,
+            Field(
+                description="the configuration you tried (parameter -> value): each used "
+                "lesson is then credited by whether you followed it, and a warning your "
+                "configuration disproved loses value"
+            ),
+        ] = None,
+        timings_ms: Annotated[
+            list[float] | None,
+            Field(
+                description="every timing of the attempt, ms (latency_ms defaults to their "
+                "median); several tight timings move values more than one"
+            ),
+        ] = None,
         idempotency_key: Annotated[
             str | None,
             Field(description="any unique string; a retried report with it counts once"),
@@ -68,6 +83,8 @@ def report_outcome_tool(service: MemoryAPI) -> Tool:
                     "latency_ms": latency_ms,
                     "best_before_ms": best_before_ms,
                     "error": error,
+                    "config": config,
+                    "timings_ms": timings_ms,
                 },
                 reporter="mcp",
             )

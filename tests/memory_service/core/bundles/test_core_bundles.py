@@ -36,7 +36,13 @@ def test_round_trip_and_idempotent_import(make_service, tmp_path):
             ReportRequest(
                 retrieval_id=r.retrieval_id,
                 used=[ids[i % 2]],
-                outcome={"compiled": True, "correct": i != 1},
+                outcome={
+                    "compiled": True,
+                    "correct": i != 1,
+                    # what the attempt was and its timings travel with the outcome
+                    "config": {"BLOCK": 64 * (i + 1)},
+                    "timings_ms": [1.0, 1.1, 1.2],
+                },
             ),
             idempotency_key=f"k{i}",
         )

@@ -30,8 +30,9 @@ from tunemem.memory_service.core.errors import Conflict, InvalidInput
 from tunemem.memory_service.core.schemas.inbound import Inbound
 from tunemem.memory_service.core.schemas.learning import ContextIn, TaskIn
 from tunemem.memory_service.core.schemas.lessons import FreeJSON, HintIn, LessonBase, Stage
-from tunemem.memory_service.core.schemas.outcomes import Latency
+from tunemem.memory_service.core.schemas.outcomes import MAX_TIMINGS, Latency, ParamName, ParamValue
 from tunemem.memory_service.core.sql.tables import Lesson, Retrieval, Trajectory
+from tunemem.retrieval.credit import Verdict
 
 Id = Annotated[str, Field(min_length=1, max_length=36)]
 RunId = Annotated[str, Field(min_length=1, max_length=64)]
@@ -136,6 +137,11 @@ class OutcomeRow(_Record):
     latency_ms: Latency | None = None
     best_before_ms: Latency | None = None
     error: str | None = Field(None, max_length=10_000)
+    config: dict[ParamName, ParamValue] | None = Field(None, max_length=256)
+    credit: dict[Id, Verdict] = Field(default_factory=dict, max_length=100)
+    timings_ms: list[Latency] | None = Field(None, min_length=1, max_length=MAX_TIMINGS)
+    latency_spread_ms: Annotated[float, Field(allow_inf_nan=False, ge=0.0)] | None = None
+    repetitions: int | None = Field(None, ge=1, le=10_000_000)
     reward: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=-1.0, le=1.0)]
     reporter: str | None = Field(None, max_length=128)
     origin: Origin = "unstated"

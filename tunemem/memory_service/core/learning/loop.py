@@ -19,7 +19,7 @@ from tunemem.memory_service.core.errors import InvalidInput
 from tunemem.memory_service.core.learning.candidates_sql import gating_conditions, write_retrieval
 from tunemem.memory_service.core.learning.context_notes import context_warnings
 from tunemem.memory_service.core.learning.outcome_write import answer, record_outcome, task_key
-from tunemem.memory_service.core.learning.transfer_text import transfer_fields
+from tunemem.memory_service.core.learning.transfer_text import limit_fields, transfer_fields
 from tunemem.memory_service.core.lessons.part import get_row, value_rows
 from tunemem.memory_service.core.lessons.source_runs import source_runs
 from tunemem.memory_service.core.schemas.learning import (
@@ -198,7 +198,7 @@ class LearningLoop:
             code=row.code,
             applicability=Applicability(**row.applicability),
             score=ranked.score,
-            warning=row.kind == "failure",
+            **limit_fields(row, target_backend, target_chip),
             breakdown=Breakdown.of(ranked, estimator).model_copy(
                 update={"source_run": runs.get(row.id)}
             ),

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlmodel import select
+from sqlmodel import Session, col, select
 
 from tunemem.ingest.provenance import device_contradiction
 from tunemem.ingest.records import stable_hash
@@ -28,7 +28,7 @@ from tunemem.memory_service.core.schemas.learning import TaskIn
 from tunemem.memory_service.core.schemas.outcomes import ReportRequest, ReportResponse
 from tunemem.memory_service.core.settings import Settings
 from tunemem.memory_service.core.sql.store import Store
-from tunemem.memory_service.core.sql.tables import Outcome, Retrieval, utcnow
+from tunemem.memory_service.core.sql.tables import Lesson, Outcome, Retrieval, utcnow
 from tunemem.memory_service.core.values.estimates import (
     context_value,
     estimator_of,
@@ -38,7 +38,9 @@ from tunemem.memory_service.core.values.estimates import (
 from tunemem.memory_service.core.values.generalised_inputs import Evidence
 from tunemem.memory_service.core.values.projections import OutcomeFacts, projections
 from tunemem.memory_service.core.values.toolchain_evidence import QueryToolchains
+from tunemem.retrieval.credit import Verdict, verdict
 from tunemem.retrieval.ranking import RankingSettings
+from tunemem.retrieval.timings import summarise
 
 
 def task_key(task: TaskIn) -> str:
@@ -54,6 +56,9 @@ class Recorded:
 
     outcome_id: int
     reward: float
+    rewards: dict[str, float]
+    credit: dict[str, Any]
+    timing_weight: float
     used: list[str]
     stage: str
     scope_chain: list[str]
@@ -65,9 +70,13 @@ class Recorded:
     def of(
         cls, row: Outcome, retrieval: Retrieval, settings: Settings, *, duplicate: bool
     ) -> Recorded:
+        response = row.response or {}
         return cls(
             outcome_id=row.id or 0,
             reward=row.reward,
+            rewards=dict(response.get("rewards") or {lid: row.reward for lid in row.lessons}),
+            credit=dict(row.credit or {}),
+            timing_weight=float(response.get("timing_weight", 1.0)),
             used=list(row.lessons),
             stage=row.stage,
             scope_chain=list(row.scope_chain),
@@ -75,6 +84,22 @@ class Recorded:
             ranking=ranking_of(settings, retrieval),
             duplicate=duplicate,
         )
+
+
+def judge(
+    session: Session, used: list[str], config: dict[str, Any] | None, facts: OutcomeFacts
+) -> dict[str, Verdict]:
+    """Each used lesson's verdict against the attempt's configuration (`retrieval.credit`);
+    {} when the report gave none, so every used lesson is credited with the stage reward."""
+    if config is None or not used:
+        return {}
+    fast = (
+        facts.latency_ms <= facts.best_before_ms
+        if facts.feasible and facts.latency_ms is not None and facts.best_before_ms is not None
+        else None
+    )
+    rows = session.exec(select(Lesson.id, Lesson.kind, Lesson.hint).where(col(Lesson.id).in_(used)))
+    return {lid: verdict(kind, hint, config, facts.feasible, fast) for lid, kind, hint in rows}
 
 
 def record_outcome(
@@ -139,7 +164,14 @@ def record_outcome(
             outcome.latency_ms,
             outcome.best_before_ms,
             now,
+            timing=summarise(
+                outcome.timings_ms,
+                outcome.latency_ms,
+                outcome.latency_spread_ms,
+                outcome.repetitions,
+            ),
         )
+        facts.credit = judge(session, used, outcome.config, facts)
         for projection in projections(settings.alpha, settings.q0, settings.reward_min_count):
             projection.apply(session, facts, retrieval.context)
         reward = facts.reward
@@ -155,6 +187,11 @@ def record_outcome(
             latency_ms=outcome.latency_ms,
             best_before_ms=outcome.best_before_ms,
             error=outcome.error,
+            config=outcome.config,
+            credit=dict(facts.credit),
+            timings_ms=outcome.timings_ms,
+            latency_spread_ms=outcome.latency_spread_ms,
+            repetitions=outcome.repetitions,
             reward=reward,
             reporter=request.reporter,
             origin=outcome.provenance.origin if outcome.provenance else "unstated",
@@ -162,7 +199,12 @@ def record_outcome(
             idempotency_key=idempotency_key,
             # What a duplicate replays (the outcome id is the row's own); values are
             # estimated anew for every answer.
-            response={"reward": reward, "rewards": {lid: reward for lid in used}},
+            response={
+                "reward": reward,
+                "rewards": facts.lesson_rewards(),
+                "credit": dict(facts.credit),
+                "timing_weight": facts.weight,
+            },
             created_at=now,
         )
         session.add(row)
@@ -206,7 +248,9 @@ def answer(
     return ReportResponse(
         outcome_id=recorded.outcome_id,
         reward=recorded.reward,
-        rewards={lid: recorded.reward for lid in recorded.used},
+        rewards=recorded.rewards,
+        credit=recorded.credit,
+        timing_weight=recorded.timing_weight,
         values={
             lid: context_value(est, recorded.stage, context.get("chip_id"), which)
             for lid, est in estimates.items()

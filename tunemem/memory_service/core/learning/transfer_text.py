@@ -8,10 +8,11 @@ from typing import Any
 from tunemem import platforms
 from tunemem.memory_service.core.schemas.transfer import GlossaryEntryPublic
 from tunemem.memory_service.core.sql.tables import Lesson
+from tunemem.retrieval.limits import is_resource_limit, limit_caveat
 from tunemem.retrieval.query import is_transferred, source_scope
 
 
-def _known_chip(chip: str | None, backend: str) -> platforms.Chip | None:
+def _known_chip(chip: str | None, backend: str | None) -> platforms.Chip | None:
     if not chip:
         return None
     try:
@@ -52,3 +53,26 @@ def transfer_fields(
         fields["rendered_text"] = rendered.text
         fields["glossary"] = [GlossaryEntryPublic(**e.__dict__) for e in rendered.glossary]
     return fields
+
+
+def limit_fields(
+    row: Lesson, target_backend: str | None, target_chip: str | None
+) -> dict[str, Any]:
+    """`warning` and `caveat` of a retrieved lesson: a failure from a resource limit of its chip
+    warns on another chip only where the limit applies, and says why (`retrieval.limits`)."""
+    warning = row.kind == "failure"
+    if not warning or not is_resource_limit(row.kind, row.hint) or not target_chip:
+        return {"warning": warning, "caveat": None}
+    chips = row.applicability.get("chips") or []
+    backends = row.applicability.get("backends") or []
+    source = _known_chip(chips[0], backends[0] if backends else None) if chips else None
+    target = _known_chip(target_chip, target_backend)
+    if not chips or chips[0] == target_chip or (source and target and source.id == target.id):
+        return {"warning": True, "caveat": None}
+    caveat = limit_caveat(
+        source.name if source else str(chips[0]),
+        source.onchip_mem_kb_per_unit if source else None,
+        target.name if target else target_chip,
+        target.onchip_mem_kb_per_unit if target else None,
+    )
+    return {"warning": caveat.applies, "caveat": caveat.reason}

@@ -135,6 +135,11 @@ class RetrievedLesson(BaseModel):
     rendered_text: str | None
     warning: bool
     breakdown: Breakdown
+    caveat: str | None = Field(
+        None,
+        description="why a failure from a resource limit of its chip does (or does not) warn "
+        "on this chip; when it does not, warning is false and no search excludes its settings",
+    )
     glossary: list[GlossaryEntryPublic] = Field(
         default_factory=list, description="for a transferred lesson: its terms on the target"
     )
@@ -167,6 +172,11 @@ class OutcomePublic(BaseModel):
     origin: str = Field("unstated", description="how the numbers were obtained")
     device_reported: str | None = None
     created_at: datetime
+    config: dict[str, Any] | None = None
+    credit: dict[str, str] = Field(default_factory=dict)
+    timings_ms: list[float] | None = None
+    latency_spread_ms: float | None = None
+    repetitions: int | None = None
 
 
 class LessonHistory(BaseModel):

@@ -3,17 +3,24 @@
 
 from __future__ import annotations
 
+import math
+import statistics
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic_core import PydanticCustomError
 
 from tunemem.ingest.validate import MAX_LATENCY_MS, MIN_LATENCY_MS
 from tunemem.memory_service.core.schemas.inbound import Inbound
 from tunemem.memory_service.core.schemas.values import ContextValue
+from tunemem.retrieval.credit import Verdict
 
 Latency = Annotated[
     float, Field(strict=True, allow_inf_nan=False, ge=MIN_LATENCY_MS, le=MAX_LATENCY_MS)
 ]
+MAX_TIMINGS = 10_000
+ParamName = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+ParamValue = Annotated[str, StringConstraints(max_length=256)] | bool | int | float
 
 
 OutcomeOrigin = Literal[
@@ -63,6 +70,24 @@ class OutcomeIn(Inbound):
     provenance: OutcomeProvenance | None = Field(
         None, description="how the numbers were obtained; absent: origin unstated"
     )
+    config: dict[ParamName, ParamValue] | None = Field(
+        None,
+        max_length=256,
+        description="the attempt's configuration (parameter -> value); with it, each used "
+        "lesson is credited by whether the attempt followed its advice",
+    )
+    timings_ms: list[Latency] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_TIMINGS,
+        description="every timing of the attempt, in ms; latency_ms defaults to their median",
+    )
+    latency_spread_ms: Annotated[float, Field(strict=False, allow_inf_nan=False, ge=0.0)] | None = (
+        Field(None, description="the standard deviation of the timings behind latency_ms")
+    )
+    repetitions: int | None = Field(
+        None, ge=1, le=10_000_000, description="how many timings latency_ms summarises"
+    )
 
     @model_validator(mode="after")
     def _result_given(self) -> OutcomeIn:
@@ -72,6 +97,39 @@ class OutcomeIn(Inbound):
                 "say whether the attempt was correct: give correct true or false (an attempt "
                 "that did not compile gives compiled false; one that failed another way may "
                 "give its error instead)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _timings_agree(self) -> OutcomeIn:
+        """Timings, spread and repetitions describe one latency, or are refused."""
+        if self.config is not None and any(
+            isinstance(v, float) and not math.isfinite(v) for v in self.config.values()
+        ):
+            raise PydanticCustomError("invalid_config", "config values must be finite numbers")
+        if self.timings_ms:
+            if self.latency_spread_ms is not None or self.repetitions is not None:
+                raise PydanticCustomError(
+                    "invalid_timings",
+                    "give either timings_ms or latency_spread_ms with repetitions, not both "
+                    "(the timings say their own spread and count)",
+                )
+            low, high = min(self.timings_ms), max(self.timings_ms)
+            if self.latency_ms is None:
+                self.latency_ms = statistics.median(self.timings_ms)
+            elif not low <= self.latency_ms <= high:
+                raise PydanticCustomError(
+                    "invalid_timings",
+                    "latency_ms {latency} lies outside its timings ({low} to {high} ms); "
+                    "leave it out to report the timings' median",
+                    {"latency": self.latency_ms, "low": low, "high": high},
+                )
+        elif (self.latency_spread_ms is not None or self.repetitions is not None) and (
+            self.latency_ms is None
+        ):
+            raise PydanticCustomError(
+                "invalid_timings",
+                "latency_spread_ms and repetitions describe latency_ms: give latency_ms too",
             )
         return self
 
@@ -93,3 +151,12 @@ class ReportResponse(BaseModel):
         description="each credited lesson's value now, in the retrieval's context"
     )
     duplicate: bool = False
+    credit: dict[str, Verdict] = Field(
+        default_factory=dict,
+        description="with the attempt's configuration: each used lesson's verdict (followed, "
+        "not_followed, contradicted, confirmed, untested, unknown); lessons not followed or "
+        "untested are not updated",
+    )
+    timing_weight: float = Field(
+        1.0, description="the share of the learning rate the timing's spread allowed (refine)"
+    )

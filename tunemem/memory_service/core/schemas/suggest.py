@@ -118,11 +118,17 @@ class ObservationIn(BaseModel):
     config: Config = Field(max_length=MAX_PARAMS)
     latency_ms: Latency | None = None
     feasible: StrictBool = True
+    latency_spread_ms: float | None = Field(
+        None, ge=0.0, allow_inf_nan=False, description="the spread of the timings behind it"
+    )
+    repetitions: int | None = Field(None, ge=1, le=10_000_000, description="how many timings")
 
     @model_validator(mode="after")
     def _latency_when_feasible(self) -> ObservationIn:
         if self.feasible and self.latency_ms is None:
             raise ValueError("a feasible observation needs its latency_ms")
+        if self.latency_spread_ms is not None and self.latency_ms is None:
+            raise ValueError("latency_spread_ms describes latency_ms: give latency_ms too")
         return self
 
 

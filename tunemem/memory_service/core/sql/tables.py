@@ -119,6 +119,15 @@ class Outcome(SQLModel, table=True):
     latency_ms: float | None = None
     best_before_ms: float | None = None
     error: str | None = None
+    # What the attempt was, where the client said (credit that follows the advice): its
+    # configuration, and each used lesson's verdict against it (`retrieval.credit`), judged
+    # once at report time so a rebuild credits as the report did.
+    config: dict[str, Any] | None = Field(default=None, sa_type=JSON)
+    credit: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    # Repeated timings of the attempt (or the spread of those behind latency_ms, and how many).
+    timings_ms: list[float] | None = Field(default=None, sa_type=JSON)
+    latency_spread_ms: float | None = None
+    repetitions: int | None = None
     reward: float
     reporter: str | None = Field(default=None, max_length=128)
     origin: str = Field(default="unstated", max_length=16)

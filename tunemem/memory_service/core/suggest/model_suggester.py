@@ -121,6 +121,11 @@ class ModelSearch:
             )
             for o in state.observations
         ]
+        noise = {  # the variance of ln latency a measured spread says
+            self._key(o.config): o.relative_error**2
+            for o in state.observations
+            if o.relative_error is not None and o.feasible
+        }
         valid = None
         if state.valid is not None:
             valid = [self._key(dict(zip(space, key, strict=True))) for key in state.valid]
@@ -133,6 +138,7 @@ class ModelSearch:
             seed=self.seed,
             target=self.target,
             pooled_share=self.pooled_share,
+            noise=noise,
         )
         self._posterior = (id(state), posterior)
         return posterior

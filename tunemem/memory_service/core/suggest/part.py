@@ -26,6 +26,7 @@ from tunemem.memory_service.core.schemas.learning import (
     RetrieveResponse,
 )
 from tunemem.memory_service.core.schemas.suggest import (
+    ObservationIn,
     SuggestedLesson,
     SuggestionPublic,
     SuggestRequest,
@@ -43,6 +44,7 @@ from tunemem.retrieval.suggest import (
     suggest,
 )
 from tunemem.retrieval.suggest_search import wide_search_step
+from tunemem.retrieval.timings import summarise
 
 # Lessons retrieved per suggest call: enough exemplars for k configurations, at least ten.
 MIN_LESSONS = 10
@@ -69,7 +71,18 @@ def hinted(lesson: RetrievedLesson) -> HintedLesson:
         score=lesson.score,
         transferred=lesson.transferred,
         text=lesson.text,
+        avoid_applies=lesson.warning or lesson.kind != "failure",
     )
+
+
+def relative_error(observation: ObservationIn) -> float | None:
+    """The relative error of an observation's latency, where its spread was measured."""
+    if observation.latency_spread_ms is None or observation.latency_ms is None:
+        return None
+    summary = summarise(
+        None, observation.latency_ms, observation.latency_spread_ms, observation.repetitions
+    )
+    return summary.relative_error if summary is not None else None
 
 
 def _credited_observations(
@@ -94,6 +107,7 @@ def _credited_observations(
             o.feasible,
             o.latency_ms,
             tuple(dict.fromkeys(owners.get(identity(config_key(space, o.config)), []))),
+            relative_error(o),
         )
         for o in request.observations
     )

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Mapping
 from datetime import datetime
 
 from sqlalchemy import select as sa_select
@@ -51,18 +51,18 @@ def compute_reward(
 
 def apply_reward(
     session: Session,
-    lesson_ids: Iterable[str],
+    rewards: Mapping[str, float],
     stage: str,
     scopes: list[str],
-    reward: float,
     alpha: float,
     q0: float,
     at: datetime,
 ) -> None:
-    """Q <- Q + alpha (r - Q) for each credited lesson in every scope of the chain."""
+    """Q <- Q + alpha (r - Q) for each credited lesson (with its own reward r) in every scope
+    of the chain."""
     # A fixed lock order (sorted) keeps concurrent workers from deadlocking; the existing rows
     # are read (and locked, on PostgreSQL) in that order by one statement, not one per row.
-    ids, chain = sorted(set(lesson_ids)), sorted(scopes)
+    ids, chain = sorted(rewards), sorted(scopes)
     if not ids or not chain:
         return
     existing = {
@@ -82,7 +82,7 @@ def apply_reward(
         for scope in chain:
             row = existing.get((lesson_id, scope))
             current = ScopeStats(row.n, row.q, row.sumsq) if row else None
-            updated = update_stats(current, reward, alpha, q0)
+            updated = update_stats(current, rewards[lesson_id], alpha, q0)
             row = row or LessonValue(lesson_id=lesson_id, stage=stage, scope=scope)
             row.n, row.q, row.sumsq, row.updated_at = updated.n, updated.q, updated.sumsq, at
             session.add(row)

@@ -14,12 +14,13 @@ one `OutcomeProjection` in that list.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
 from sqlmodel import Session, col, delete, select
 
+from tunemem.ingest.records import is_feasible
 from tunemem.memory_service.core.sql.tables import (
     Lesson,
     LessonEvidence,
@@ -36,6 +37,8 @@ from tunemem.memory_service.core.values.toolchain_evidence import (
     record_evidence,
     retrieval_contexts,
 )
+from tunemem.retrieval.credit import lesson_rewards
+from tunemem.retrieval.timings import TimingSummary, summarise, update_weight
 
 
 @dataclass
@@ -54,6 +57,9 @@ class OutcomeFacts:
     best_before_ms: float | None
     at: datetime
     reward: float = 0.0
+    # lesson -> its verdict against the attempt's configuration (absent: "unknown")
+    credit: Mapping[str, str] = field(default_factory=dict)
+    timing: TimingSummary | None = None
 
     @classmethod
     def of(cls, outcome: Outcome, lessons: list[str]) -> OutcomeFacts:
@@ -69,7 +75,28 @@ class OutcomeFacts:
             outcome.latency_ms,
             outcome.best_before_ms,
             outcome.created_at,
+            credit=dict(outcome.credit or {}),
+            timing=summarise(
+                outcome.timings_ms,
+                outcome.latency_ms,
+                outcome.latency_spread_ms,
+                outcome.repetitions,
+            ),
         )
+
+    @property
+    def feasible(self) -> bool:
+        return is_feasible(self.compiled, self.correct, self.error)
+
+    @property
+    def weight(self) -> float:
+        """The share of the learning rate this outcome's update takes: a refine reward of a
+        feasible attempt rests on its timing, so the timing's spread tempers it."""
+        return update_weight(self.stage, self.feasible, self.timing)
+
+    def lesson_rewards(self) -> dict[str, float]:
+        """Each credited lesson's reward under its verdict; lessons without an update left out."""
+        return lesson_rewards(self.lessons, self.credit, self.reward)
 
 
 class OutcomeProjection(Protocol):
@@ -130,11 +157,10 @@ class LessonValues:
     ) -> None:
         apply_reward(
             session,
-            outcome.lessons,
+            outcome.lesson_rewards(),
             outcome.stage,
             outcome.scope_chain,
-            outcome.reward,
-            self.alpha,
+            self.alpha * outcome.weight,
             self.q0,
             outcome.at,
         )

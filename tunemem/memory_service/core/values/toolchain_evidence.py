@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
+from tunemem.ingest.records import is_feasible
 from tunemem.memory_service.core.schemas.learning import RetrievedLesson, RetrieveRequest
 from tunemem.memory_service.core.schemas.transfer import (
     EvidencePublic,
@@ -32,7 +33,9 @@ from tunemem.memory_service.core.sql.tables import (
     Retrieval,
     Trajectory,
 )
+from tunemem.retrieval.credit import lesson_rewards
 from tunemem.retrieval.ranking import RankingSettings
+from tunemem.retrieval.timings import summarise, update_weight
 from tunemem.retrieval.toolchain import (
     Staleness,
     ToolchainEvidence,
@@ -330,14 +333,18 @@ def scope_values_under(
         versions = context_toolchain(context)
         if compare(versions, toolchain, context.get("backend"), policy).status != "current":
             continue
+        rewards = lesson_rewards(set(outcome.lessons), outcome.credit or {}, outcome.reward)
+        timing = summarise(
+            outcome.timings_ms, outcome.latency_ms, outcome.latency_spread_ms, outcome.repetitions
+        )
+        feasible = is_feasible(outcome.compiled, outcome.correct, outcome.error)
+        step = alpha * update_weight(outcome.stage, feasible, timing)
         for scope in outcome.scope_chain:
             if not scope.startswith(prefix):
                 continue
-            for lesson_id in set(outcome.lessons):
+            for lesson_id, reward in rewards.items():
                 before = stats[scope[len(prefix) :]].get(lesson_id)
-                stats[scope[len(prefix) :]][lesson_id] = update_stats(
-                    before, outcome.reward, alpha, q0
-                )
+                stats[scope[len(prefix) :]][lesson_id] = update_stats(before, reward, step, q0)
     ids = sorted({lid for by_lesson in stats.values() for lid in by_lesson})
     conditions: list[Any] = [col(Lesson.id).in_(ids), Lesson.tenant == tenant]
     if op:
