@@ -46,4 +46,5 @@ def test_the_breakdown_of_a_ranked_lesson_carries_its_numbers() -> None:
         "value_terms": {"prior": 0.4, "recorded:chip:a100": 0.6},
         "claim_trust": {"recorded:chip:a100": 0.5},
         "toolchain": None,
+        "source_run": None,
     }
