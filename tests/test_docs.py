@@ -92,7 +92,7 @@ def served(tmp_path_factory):
         [
             sys.executable,
             "-m",
-            "tunemem.memory_service.cli",
+            "tunemem.cli",
             "serve",
             "--seed",
             "--port",

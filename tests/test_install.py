@@ -136,7 +136,7 @@ def test_the_installed_environment_has_one_top_level_package_of_ours() -> None:
     if top is not None:  # a regular install records it
         assert top.split() == ["tunemem"]
     entry = [e for e in dist.entry_points if e.name == "tunemem"]
-    assert [e.value for e in entry] == ["tunemem.memory_service.cli.app:main"]
+    assert [e.value for e in entry] == ["tunemem.cli.app:main"]
 
 
 PROBE = """

@@ -211,7 +211,7 @@ def test_out_is_checked_before_the_first_timing(tmp_path):
 def test_cli_refuses_a_bad_out_in_one_line_before_timing(tmp_path):
     from typer.testing import CliRunner
 
-    from tunemem.memory_service.cli.app import app
+    from tunemem.cli.app import app
 
     afile = tmp_path / "a-file"
     afile.write_text("x")

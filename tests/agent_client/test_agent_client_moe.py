@@ -175,7 +175,7 @@ def test_bad_input_is_refused(kwargs, message) -> None:
 
 
 def test_cli_writes_the_file_from_a_replay(tmp_path: Path) -> None:
-    from tunemem.memory_service.cli.app import app
+    from tunemem.cli.app import app
 
     runner = CliRunner()
     args = [

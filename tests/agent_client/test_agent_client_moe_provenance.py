@@ -31,7 +31,7 @@ def test_cli_without_a_gpu_times_nothing_writes_nothing_sends_nothing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The issue's command: --device-name "NVIDIA H100" on a machine with no GPU."""
-    from tunemem.memory_service.cli.app import app
+    from tunemem.cli.app import app
 
     monkeypatch.setattr(moe_rounds, "runtime_device_name", lambda: None, raising=False)
     monkeypatch.setattr(moe, "runtime_device_name", lambda: None, raising=False)
@@ -105,7 +105,7 @@ def test_a_replay_is_stored_as_replayed_not_as_the_named_gpu_measurement(
 
 
 def test_cli_replay_is_stored_as_replayed(live, tmp_path: Path) -> None:  # noqa: F811
-    from tunemem.memory_service.cli.app import app
+    from tunemem.cli.app import app
 
     url, service = live([SAMPLES_DIR / "vllm_fused_moe"])
     args = [*CLI_ARGS, "--dtype", "fp8", "--batch-sizes", "1", "--budget", "4"]

@@ -18,10 +18,10 @@ from typer.testing import CliRunner
 
 from tunemem.agent_client.tuners.moe import MoeShape
 from tunemem.agent_client.tuners.moe_search_space import search_space
+from tunemem.cli.app import app
 from tunemem.ingest.readers import read_any
 from tunemem.ingest.samples import SAMPLES_DIR
 from tunemem.kernels.moe_space import PARAMS, default_config, sglang_version_dir
-from tunemem.memory_service.cli.app import app
 
 REPO = Path(__file__).resolve().parents[2]
 LANDSCAPE = REPO / "bench" / "results" / "moe" / "h200-landscape" / "mixtral-8x7b-tp1-fp8.jsonl.gz"

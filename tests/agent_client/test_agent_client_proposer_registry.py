@@ -36,7 +36,7 @@ def test_an_unknown_proposer_is_refused_with_the_valid_names() -> None:
 def test_proposers_key_and_size_spaces_as_the_suggest_search_does() -> None:
     """One definition of a configuration's key and a space's size (no copies to drift apart)."""
     from tunemem.agent_client.proposers import base
-    from tunemem.retrieval import suggest_hints
+    from tunemem.search import hints as suggest_hints
 
     assert base.config_key is suggest_hints.config_key
     assert base.space_size is suggest_hints.space_size

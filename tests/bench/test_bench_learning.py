@@ -64,7 +64,7 @@ def test_a_cache_that_yields_nothing_names_the_file(tmp_path: Path) -> None:
     bad.write_text(json.dumps({"tune_params_keys": ["bx"], "cache": {"1,2": {"time": 1.0}}}))
     with pytest.raises(TaskDataError, match="empty.json"):
         discover_tasks([tmp_path])
-    from tunemem.memory_service.cli.app import app
+    from tunemem.cli.app import app
 
     result = CliRunner().invoke(app, ["bench", "learning", "--caches", str(tmp_path)])
     assert result.exit_code == 2

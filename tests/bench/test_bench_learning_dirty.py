@@ -81,7 +81,7 @@ def test_single_timings_replace_a_seeded_share_of_measurements(tasks: list[Task]
     "option", ["--partial", "--replayed", "--single-timings", "--timing-noise"]
 )
 def test_bad_dirt_is_refused(option: str) -> None:
-    from tunemem.memory_service.cli.app import app
+    from tunemem.cli.app import app
 
     result = CliRunner().invoke(app, ["bench", "learning", option, "4"])
     assert result.exit_code == 2 and "must be in" in result.output

@@ -103,7 +103,7 @@ def test_bad_noise_is_refused() -> None:
         MemoryNoise(sigma=-0.1)
     with pytest.raises(ValueError, match="mislabel"):
         MemoryNoise(mislabel=1.5)
-    from tunemem.memory_service.cli.app import app
+    from tunemem.cli.app import app
 
     result = CliRunner().invoke(app, ["bench", "learning", "--mislabel", "2"])
     assert result.exit_code == 2 and "mislabel" in result.output

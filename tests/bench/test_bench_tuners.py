@@ -76,7 +76,7 @@ def test_an_old_layout_cache_replays_in_simulation_mode(tmp_path: Path):
 
 
 def test_bench_tuners_command_writes_json_markdown_and_plot(synthetic_caches: Path, tmp_path):
-    from tunemem.memory_service.cli.app import app
+    from tunemem.cli.app import app
 
     out = tmp_path / "tuners.json"
     args = [
@@ -184,7 +184,7 @@ def test_merge_joins_task_sets_and_refuses_other_settings(tmp_path: Path):
 def test_a_memory_filled_only_by_tuning_runs_holds_only_what_they_evaluated(
     synthetic_caches: Path, tmp_path: Path, mode: str
 ):
-    from tunemem.memory_service.cli.app import app
+    from tunemem.cli.app import app
 
     out = tmp_path / f"{mode}.json"
     args = [

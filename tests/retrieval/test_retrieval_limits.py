@@ -4,7 +4,7 @@ applies, always with the reason, and a search does not exclude them where it doe
 from __future__ import annotations
 
 from tunemem.retrieval.limits import is_resource_limit, limit_caveat
-from tunemem.retrieval.suggest_hints import HintedLesson, Hints
+from tunemem.search.hints import HintedLesson, Hints
 
 SHMEM = {"avoid": {"block_size_x": 1024}, "failure_rate": 0.9, "error_category": "resources"}
 

@@ -244,7 +244,7 @@ def test_keys_scope_the_audit_to_the_callers_tenant(store):
 
 
 def cli_app() -> typer.Typer:
-    from tunemem.memory_service.cli.audit import audit_app
+    from tunemem.cli.audit import audit_app
 
     root = typer.Typer()
     root.add_typer(audit_app, name="audit")

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from tunemem.memory_service.cli.serve import seed_samples
+from tunemem.cli.serve import seed_samples
 from tunemem.memory_service.http.app import create_app
 
 REPO = Path(__file__).resolve().parents[3]
@@ -60,7 +60,7 @@ def test_the_advised_commands_run_as_printed_and_fill_the_default_view(make_serv
 
 
 def test_agent_run_with_an_unusable_url_says_so_in_one_line() -> None:
-    from tunemem.memory_service.cli.app import app
+    from tunemem.cli.app import app
 
     task = str(REPO / "tunemem/ingest/samples/targets/convolution")
     for url in ("URL", "http://127.0.0.1:9"):

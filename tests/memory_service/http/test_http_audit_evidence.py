@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tunemem.cli.serve import seed_samples
 from tunemem.ingest.readers import read_any
 from tunemem.ingest.samples import TARGETS_DIR
-from tunemem.memory_service.cli.serve import seed_samples
 from tunemem.memory_service.core.schemas.audit import TransferQuery
 from tunemem.memory_service.http.app import create_app
 

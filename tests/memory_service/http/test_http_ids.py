@@ -9,7 +9,7 @@ from pathlib import Path
 from sqlmodel import Session
 from typer.testing import CliRunner
 
-from tunemem.memory_service.cli.app import app as cli_app
+from tunemem.cli.app import app as cli_app
 from tunemem.memory_service.core.sql.tables import Lesson
 
 TEXT = "Use one program per row and a BLOCK_SIZE of the next power of two for a row softmax"

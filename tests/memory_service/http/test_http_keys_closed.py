@@ -11,7 +11,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from tunemem.memory_service.cli.app import app as cli_app
+from tunemem.cli.app import app as cli_app
 from tunemem.memory_service.http.app import create_app
 
 LESSON = {"kind": "insight", "text": "x", "applicability": {"op": "softmax"}}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from tunemem.memory_service.cli.app import app
+from tunemem.cli.app import app
 from tunemem.memory_service.core.schemas.lessons import LessonCreate, LessonFilter
 
 LESSONS = [

@@ -7,7 +7,7 @@ import re
 
 from typer.testing import CliRunner
 
-from tunemem.memory_service.cli.app import app
+from tunemem.cli.app import app
 
 
 def _count(text: str, route: str, status: str) -> float:

@@ -43,7 +43,7 @@ def test_readme_sdk_example_does_not_reward_the_advice_its_outcome_contradicted(
     read_only=1" first and reports the W6600's optimum, which carries both, as fast and correct:
     that lesson was shown wrong on the W6600 and must lose value there, not gain it (issue 36,
     case 3)."""
-    from tunemem.memory_service.cli.serve import seed_samples
+    from tunemem.cli.serve import seed_samples
 
     seed_samples(service)
     url = serve(create_app(service))

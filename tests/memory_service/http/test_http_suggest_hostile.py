@@ -229,7 +229,7 @@ def test_sigterm_stops_the_server_with_hostile_suggests_in_flight(tmp_path):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = {**os.environ, "TUNEMEM_EMBEDDER": "hashing", "TUNEMEM_INDEX": "memory"}
-    command = [sys.executable, "-m", "tunemem.memory_service.cli", "serve", "--port", str(port)]
+    command = [sys.executable, "-m", "tunemem.cli", "serve", "--port", str(port)]
     server = subprocess.Popen(
         [*command, "--data-dir", str(tmp_path / "store")],
         env=env,

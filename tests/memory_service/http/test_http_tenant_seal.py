@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 from typer.testing import CliRunner
 
-from tunemem.memory_service.cli.app import app as cli
+from tunemem.cli.app import app as cli
 from tunemem.memory_service.core.access.keys import create_key
 from tunemem.memory_service.http.app import create_app
 

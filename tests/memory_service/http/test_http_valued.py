@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from tunemem.memory_service.cli.app import app as cli_app
+from tunemem.cli.app import app as cli_app
 
 TEXTS = [
     "For a row softmax keep the whole row in one program when it fits in shared memory",

@@ -239,7 +239,7 @@ def test_stdio_subprocess_session(tmp_path):
     """`tunemem mcp`'s command function as a child process, spoken to over stdio."""
     data_dir = tmp_path / "mcp-store"
     launch = (
-        "from pathlib import Path; from tunemem.memory_service.cli.mcp import mcp; "
+        "from pathlib import Path; from tunemem.cli.mcp import mcp; "
         f"mcp(url=None, data_dir=Path({str(data_dir)!r}), transport='stdio')"
     )
     params = StdioServerParameters(
@@ -359,7 +359,7 @@ def test_mcp_command_refuses_bad_transport_and_public_bind(tmp_path):
     import typer
     from typer.testing import CliRunner
 
-    from tunemem.memory_service.cli.mcp import mcp
+    from tunemem.cli.mcp import mcp
 
     app = typer.Typer()
     app.command()(mcp)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tunemem.agent_client.models import RetrievedLesson, Stage
-from tunemem.retrieval.suggest_hints import config_key, space_size
+from tunemem.search.hints import config_key, space_size
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 from tunemem.agent_client import prompts
 from tunemem.agent_client.proposers.base import Proposal, ProposalRequest, Proposer
 from tunemem.agent_client.proposers.structured import StructuredProposer
-from tunemem.retrieval.suggest_hints import config_key
+from tunemem.search.hints import config_key
 
 
 class LLMAnswerError(ValueError):

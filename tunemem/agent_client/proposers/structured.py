@@ -1,6 +1,6 @@
 """The structured proposer: lesson hints turned into configurations, then local search.
 
-The logic lives in `retrieval.suggest`, shared with the service's `POST /v1/suggest`; this
+The logic lives in `search.suggest`, shared with the service's `POST /v1/suggest`; this
 proposer hands it the request's lessons and its own past attempts and takes one configuration
 per attempt (the memory's next, else the search's; see that module for the order).
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tunemem.agent_client.models import RetrievedLesson
 from tunemem.agent_client.proposers.base import Proposal, ProposalError, ProposalRequest, Proposer
-from tunemem.retrieval.suggest import (
+from tunemem.search.suggest import (
     HintedLesson,
     Observation,
     SpaceExhausted,
@@ -21,7 +21,7 @@ __all__ = ["StructuredProposer", "hinted"]
 
 
 def hinted(lesson: RetrievedLesson) -> HintedLesson:
-    """A retrieved lesson as `retrieval.suggest` takes it."""
+    """A retrieved lesson as `search.suggest` takes it."""
     return HintedLesson(
         id=lesson.id,
         hint=lesson.hint,

@@ -12,7 +12,7 @@ the run's own observations so far, evaluates them through Kernel Tuner's own cos
 reports every evaluated configuration as an outcome against its suggestion, and at the end
 uploads the run as a trajectory, so the next user on the next GPU starts from it. The memory
 unreachable, refusing, or holding nothing for this kernel: one warning line, and the run goes on
-with the search `retrieval.suggest` does in the service (local moves, then untried ones at
+with the search `search.suggest` does in the service (local moves, then untried ones at
 random). The user's tuning never fails because of the memory: every request goes through
 `memory_link` (one deadline for the whole request, no retry, a cap on the answer), reports and
 the upload go in the background, and a suggestion is evaluated only when it is a configuration
@@ -41,14 +41,14 @@ from tunemem.ingest.chip_context import UNKNOWN_BACKEND, chip_context
 from tunemem.ingest.provenance import Provenance
 from tunemem.ingest.readers.kerneltuner import op_name
 from tunemem.ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
-from tunemem.retrieval.suggest import (
+from tunemem.search.steps import wide_search_step
+from tunemem.search.suggest import (
     Observation,
     SpaceExhausted,
     SuggestState,
     config_key,
     identity,
 )
-from tunemem.retrieval.suggest_search import wide_search_step
 
 # Rounds in a row whose suggestions are all unusable (outside the space or its restrictions,
 # tried, malformed) before the memory is not asked again.
@@ -254,7 +254,7 @@ class _Run:
         return [(s.config, retrieval_id, s.lessons, s.source or "memory") for s in suggestions]
 
     def valid_keys(self) -> set[tuple[Any, ...]]:
-        """The valid configurations as identity keys (`retrieval.suggest.identity`), built once."""
+        """The valid configurations as identity keys (`search.suggest.identity`), built once."""
         if self._valid_keys is None:
             self._valid_keys = {identity(key) for key in self.valid or ()}
         return self._valid_keys

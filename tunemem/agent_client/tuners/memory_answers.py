@@ -11,7 +11,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
-from tunemem.retrieval.suggest_hints import identity, position
+from tunemem.search.hints import identity, position
 
 
 @dataclass(frozen=True)

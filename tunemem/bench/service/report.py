@@ -101,7 +101,7 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         "Each pair is POST /v1/retrieve with a query text no earlier request had (so every "
         "query is embedded), then POST /v1/outcomes reporting an outcome for the returned "
-        "lessons. The server is `python -m tunemem.memory_service.cli serve` in its own process; "
+        "lessons. The server is `python -m tunemem serve` in its own process; "
         "the "
         f"load comes from `{result['settings']['driver']}`. Closed loop: c connections, each "
         "sending its next pair on the last answer. Open loop: pairs start on a Poisson schedule "

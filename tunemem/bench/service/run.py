@@ -273,7 +273,7 @@ def run_service_bench(
             "floor_queries": floor_queries,
             "driver": "tunemem.bench.service.driver: asyncio HTTP/1.1 keep-alive client, own "
             "process",
-            "server": "python -m tunemem.memory_service.cli serve (uvicorn, uvloop, httptools)",
+            "server": "python -m tunemem serve (uvicorn, uvloop, httptools)",
         },
         "server_mode": "measured"
         if database_url and index_url

@@ -31,12 +31,12 @@ def _environment(settings: dict[str, Any]) -> dict[str, str]:
 
 
 class ServerProcess:
-    """`python -m tunemem.memory_service.cli serve` on the case's store, in its own process."""
+    """`python -m tunemem serve` on the case's store, in its own process."""
 
     def __init__(self, settings: dict[str, Any], workers: int, log: Path):
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        command = [sys.executable, "-m", "tunemem.memory_service.cli", "serve"]
+        command = [sys.executable, "-m", "tunemem", "serve"]
         command += ["--host", "127.0.0.1", "--port", str(self.port), "--workers", str(workers)]
         self._log = open(log, "w")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(

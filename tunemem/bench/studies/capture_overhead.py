@@ -123,7 +123,7 @@ class ServedMemory:
         }
         env.pop("TUNEMEM_API_KEY", None)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tunemem.memory_service.cli", "serve", "--port", str(port)],
+            [sys.executable, "-m", "tunemem.cli", "serve", "--port", str(port)],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -57,7 +57,7 @@ def synthetic_runs(path: Path) -> Path:
 
 def ingest_cmd(data_dir: Path) -> list[str]:
     paths = [str(synthetic_runs(data_dir.parent / "runs.jsonl"))]
-    code = "from tunemem.memory_service.cli.app import main; main()"
+    code = "from tunemem.cli.app import main; main()"
     return [
         sys.executable,
         "-c",

@@ -130,7 +130,7 @@ def _contradicted(service) -> dict[int, str]:
 def test_the_analyst_sees_which_runs_claims_failed(make_service, tmp_path) -> None:
     from typer.testing import CliRunner
 
-    from tunemem.memory_service.cli.app import app
+    from tunemem.cli.app import app
     from tunemem.memory_service.core.schemas.lessons import LessonFilter
     from tunemem.memory_service.http.audit_html import render_report
 

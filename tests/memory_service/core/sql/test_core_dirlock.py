@@ -12,7 +12,7 @@ import pytest
 from sqlmodel import Session, func, select
 from typer.testing import CliRunner
 
-from tunemem.memory_service.cli.app import app as cli_app
+from tunemem.cli.app import app as cli_app
 from tunemem.memory_service.core.settings import Settings
 from tunemem.memory_service.core.sql.dir_lock import DataDirInUse, read_owner
 from tunemem.memory_service.core.sql.tables import Outcome

@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel
 from typer.testing import CliRunner
 
-from tunemem.memory_service.cli.app import app
+from tunemem.cli.app import app
 from tunemem.memory_service.core.settings import Settings
 from tunemem.memory_service.core.sql.store import (
     alembic_config,

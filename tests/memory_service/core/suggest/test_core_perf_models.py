@@ -12,7 +12,7 @@ import pytest
 
 from tunemem.ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
 from tunemem.memory_service.core.suggest.perf_model_cache import PerformanceModels
-from tunemem.retrieval.perf_search import fit_posterior
+from tunemem.search.model_search import fit_posterior
 
 SHARED = Path(__file__).resolve().parents[4].parent / "shared" / "data"
 PARAMS = {"block": [1, 2, 4, 8, 16, 32], "tile": [1, 2, 4, 8], "unroll": [0, 1]}
@@ -181,7 +181,7 @@ def test_on_a_real_cache_the_model_passes_the_remembered_configurations() -> Non
     model reaches at least 0.97 of the optimum; the best of the sources' own best
     configurations reaches 0.91 there."""
     from tunemem.kernels.runners.replay import Recording
-    from tunemem.retrieval.perf_model import ChipSpace, build_family_model
+    from tunemem.search.model.family import ChipSpace, build_family_model
 
     folder = SHARED / "kerneltuner" / "dedispersion"
     recordings = {

@@ -6,7 +6,7 @@ list of valid configurations (a restriction it already applied). Everything is b
 door: at most 64 parameters of at most 1,000 values (integers within 64 bits), 50,000 valid
 configurations and 10,000 observations, so a request that is accepted can be answered: the
 performance model is refit on at most 256 of the observations
-(`retrieval.perf_search.FIT_OBSERVATIONS`) and the search stops at `suggest_deadline_s`.
+(`search.model_search.FIT_OBSERVATIONS`) and the search stops at `suggest_deadline_s`.
 """
 
 from __future__ import annotations

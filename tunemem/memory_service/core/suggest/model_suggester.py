@@ -3,13 +3,13 @@
 `ModelSuggester` is the factory `Suggestions` calls per request: it finds the cached model of
 the request's family (op and parameter names), with no wait for a training in progress, and
 returns a `ModelSearch` for the round, or None when the store holds no space of the family.
-`ModelSearch` refits the model to the run's observations (`retrieval.perf_search`), proposes by
+`ModelSearch` refits the model to the run's observations (`search.model_search`), proposes by
 expected improvement and says what each suggestion rests on (the `prediction` field). The
 confidence it reports in the key (what a client such as the Triton drop-in stops on) is the
-posterior's times the reach of the stored keys at the request's key (`retrieval.perf_reach`,
+posterior's times the reach of the stored keys at the request's key (`search.model.reach`,
 also reported): a key beyond where the memory's measurements were seen to carry is one the
 memory cannot be sure of, whatever share of the configurations it measured. The posterior's
-own batch (`retrieval.perf_batch`) keeps its confidence.
+own batch (`search.model.batch`) keeps its confidence.
 """
 
 from __future__ import annotations
@@ -25,17 +25,17 @@ from tunemem.memory_service.core.suggest.perf_model_cache import (
     problem_key,
 )
 from tunemem.platforms.similarity import chip_similarity
-from tunemem.retrieval.perf_model import ConfigKey
-from tunemem.retrieval.perf_pooled import KeyContext
-from tunemem.retrieval.perf_reach import model_reach
-from tunemem.retrieval.perf_search import (
+from tunemem.search.model.family import ConfigKey
+from tunemem.search.model.pooled import KeyContext
+from tunemem.search.model.reach import model_reach
+from tunemem.search.model_search import (
     POOLED_SHARE_KNOWN_KEY,
     POOLED_SHARE_NEW_KEY,
     ModelSuggestion,
     Posterior,
     fit_posterior,
 )
-from tunemem.retrieval.suggest import Suggestion, SuggestState, config_key
+from tunemem.search.suggest import Suggestion, SuggestState, config_key
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ class ModelSearch:
 
     @property
     def key_reach(self) -> float:
-        """How far the stored keys carry to the request's key (`retrieval.perf_reach`)."""
+        """How far the stored keys carry to the request's key (`search.model.reach`)."""
         if self._key_reach is None:
             self._key_reach = model_reach(self.built.model, self.target)
         return self._key_reach
@@ -197,7 +197,7 @@ class ModelSearch:
         """Whether the model's pick goes before the memory's next configuration: once the run
         has `MODEL_OPENING` feasible outcomes, when the model predicts its own pick faster (or
         the memory has nothing left)."""
-        from tunemem.retrieval.suggest import MODEL_OPENING
+        from tunemem.search.suggest import MODEL_OPENING
 
         if self.failed or len(state.feasible) < MODEL_OPENING:
             return False

@@ -2,10 +2,10 @@
 memory points to for a task on a chip, untried by the run so far.
 
 One retrieval (recorded like any other, so outcomes reported against its id credit the lessons
-each suggestion rests on) supplies the lessons; `retrieval.suggest` turns them into
+each suggestion rests on) supplies the lessons; `search.suggest` turns them into
 configurations of the space and fills up with its search. A performance model plugs in through
 `model`: given the request, the resolved chip and the tenant, it returns a
-`retrieval.suggest.ModelProposer` (or None when it has nothing for the task); its suggestions
+`search.suggest.ModelProposer` (or None when it has nothing for the task); its suggestions
 (source "model") come after the memory's and before the search's.
 
 Every input it accepts is answered within the deadline (`suggest_deadline_s`, the search stops
@@ -32,7 +32,9 @@ from tunemem.memory_service.core.schemas.suggest import (
     SuggestRequest,
     SuggestResponse,
 )
-from tunemem.retrieval.suggest import (
+from tunemem.retrieval.timings import summarise
+from tunemem.search.steps import wide_search_step
+from tunemem.search.suggest import (
     HintedLesson,
     ModelProposer,
     Observation,
@@ -43,8 +45,6 @@ from tunemem.retrieval.suggest import (
     project,
     suggest,
 )
-from tunemem.retrieval.suggest_search import wide_search_step
-from tunemem.retrieval.timings import summarise
 
 # Lessons retrieved per suggest call: enough exemplars for k configurations, at least ten.
 MIN_LESSONS = 10

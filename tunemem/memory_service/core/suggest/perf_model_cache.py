@@ -1,4 +1,4 @@
-"""Performance models, a part of the service: caches of `retrieval.perf_model` rebuilt from SQL.
+"""Performance models, a part of the service: caches of `search.model.family` rebuilt from SQL.
 
 A family is an op with one set of parameter names. Its model is trained from the attempts of
 every stored trajectory of that op whose configurations carry exactly those parameters (one
@@ -36,8 +36,8 @@ from tunemem.ingest.records import is_feasible
 from tunemem.ingest.validate import MAX_LATENCY_MS, MIN_LATENCY_MS, scalar_problem
 from tunemem.memory_service.core.sql.store import Store
 from tunemem.memory_service.core.sql.tables import Attempt, Trajectory
-from tunemem.retrieval.perf_model import ChipSpace, FamilyModel, build_family_model
-from tunemem.retrieval.perf_pooled import KeyContext
+from tunemem.search.model.family import ChipSpace, FamilyModel, build_family_model
+from tunemem.search.model.pooled import KeyContext
 
 log = logging.getLogger(__name__)
 
