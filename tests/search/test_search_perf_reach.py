@@ -57,7 +57,7 @@ def test_reach_is_the_evidence_at_least_as_far_as_the_key_and_zero_beyond_it() -
 
 
 def test_the_evidence_is_bounded_in_pairs_whatever_the_memory_holds(monkeypatch) -> None:
-    from tunemem.retrieval import perf_reach
+    from tunemem.search.model import reach as perf_reach
 
     monkeypatch.setattr(perf_reach, "MAX_PAIRS", 5)
     rng = np.random.default_rng(0)

@@ -18,7 +18,7 @@ import typer
 
 from tunemem.cli.common import err
 
-SITE = Path(__file__).resolve().parents[2] / "agent_client" / "tuners" / "capture_site"
+SITE = Path(__file__).resolve().parents[1] / "agent_client" / "tuners" / "capture_site"
 
 
 def capture(
