@@ -4,9 +4,9 @@ FROM python:3.11-slim
 WORKDIR /src
 COPY . .
 # The CPU build of torch first, so the install does not pull a CUDA build; then exactly the
-# versions of requirements/serve.lock, each checked against its hash; then tunemem itself.
+# versions of requirements.lock, each checked against its hash; then tunemem itself.
 RUN pip install --no-cache-dir torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \
-    && pip install --no-cache-dir --require-hashes --no-deps -r requirements/serve.lock \
+    && pip install --no-cache-dir --require-hashes --no-deps -r requirements.lock \
     && pip install --no-cache-dir --no-deps .
 ENV HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false \
     TUNEMEM_MODEL_CACHE=/opt/tunemem/models

@@ -1,6 +1,6 @@
 # tunemem: `make run` starts the service with sample data; `make test` runs the test suite.
 # Both build the virtual environment from scratch on a fresh machine (with uv, from PyPI), with
-# exactly the versions pinned in requirements/*.lock: what CI tested is what a new machine gets.
+# exactly the versions pinned in requirements*.lock: what CI tested is what a new machine gets.
 
 # The locks are compiled for Python 3.11: take python3.11 where it is on the PATH.
 PYTHON ?= $(if $(shell command -v python3.11 2>/dev/null),python3.11,python3)
@@ -12,10 +12,10 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 UV_VERSION := 0.13.9
 # The locks: every package the project installs, pinned with its hashes, for Python 3.11 on
-# x86-64 Linux. dev.lock is everything (`make install`, `make test`, CI); serve.lock is what
-# `make run` needs, the same versions. `make lock` refreshes both on purpose.
-DEV_LOCK   := requirements/dev.lock
-SERVE_LOCK := requirements/serve.lock
+# x86-64 Linux. requirements-dev.lock is everything (`make install`, `make test`, CI);
+# requirements.lock is what `make run` needs, the same versions. `make lock` refreshes both on purpose.
+DEV_LOCK   := requirements-dev.lock
+SERVE_LOCK := requirements.lock
 # The CPU build of torch lies on disk on the project's machines (pip's find-links); uv does not
 # read pip's configuration, so it is told where. Without the folder, torch comes from PyTorch's
 # CPU index (PyPI's torch is a CUDA build of several GB). torch stays out of the locks for that.

@@ -22,11 +22,14 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
-LOCKS = ROOT / "requirements"
-# What each lock must cover: dev.lock everything `make install` and CI install, serve.lock what
-# `make run` installs. torch is installed from the machine's wheel folder (its CPU build), so
+LOCKS = ROOT
+# What each lock must cover: requirements-dev.lock everything `make install` and CI install,
+# requirements.lock what `make run` installs. torch is installed from the machine's wheel folder (its CPU build), so
 # it is pinned in pyproject.toml and left out of both locks.
-COVERS = {"dev.lock": ["dev", "server", "kernels", "tuners", "bench"], "serve.lock": ["server"]}
+COVERS = {
+    "requirements-dev.lock": ["dev", "server", "kernels", "tuners", "bench"],
+    "requirements.lock": ["server"],
+}
 OUTSIDE_THE_LOCK = {"torch"}
 # The platform the locks are compiled for (`make lock`): Python 3.11 on x86-64 Linux.
 LOCK_ENV = {
@@ -91,7 +94,7 @@ def test_each_lock_satisfies_pyproject(lock_name: str) -> None:
 def test_a_lock_that_no_longer_satisfies_pyproject_is_caught() -> None:
     """The check above can fail: a pin outside the range pyproject.toml asks for, and a
     dependency missing from the lock, are each reported."""
-    lock = read_lock("serve.lock")
+    lock = read_lock("requirements.lock")
     lock[canonicalize_name("fastapi")] = (Version("0.1.0"), ["x"])
     del lock[canonicalize_name("httpx")]
     problems = unmet(lock, requirements(["server"]))
@@ -100,7 +103,7 @@ def test_a_lock_that_no_longer_satisfies_pyproject_is_caught() -> None:
 
 
 def test_serve_lock_pins_the_same_versions_as_dev_lock() -> None:
-    dev, serve = read_lock("dev.lock"), read_lock("serve.lock")
+    dev, serve = read_lock("requirements-dev.lock"), read_lock("requirements.lock")
     differ = {n: (str(v), str(dev[n][0])) for n, (v, _) in serve.items() if dev[n][0] != v}
     assert set(serve) <= set(dev) and differ == {}
 

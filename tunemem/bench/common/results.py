@@ -70,7 +70,7 @@ PROVENANCE = ("code_version", "command", "machine", "memory_held", "measurement"
 
 # What counts as the code of a result: a change elsewhere (docs, tests, other results) does not
 # change a figure.
-CODE_PATHS = ("tunemem", "pyproject.toml", "requirements")
+CODE_PATHS = ("tunemem", "pyproject.toml", "requirements.lock", "requirements-dev.lock")
 
 
 def code_version(root: Path = REPO_ROOT) -> str:
