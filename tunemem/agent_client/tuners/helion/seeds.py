@@ -13,7 +13,6 @@ Helion is imported only when a seed is built.
 
 from __future__ import annotations
 
-import json
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -45,30 +44,9 @@ class _Link(MemoryLink):
     def get(self, path: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """GET `path` and return the answer's JSON object, all within `timeout_s`."""
         deadline = time.monotonic() + self.timeout_s
-        return self._bounded(lambda: self._fetch(path, dict(params), deadline))  # type: ignore[no-any-return]
-
-    def _fetch(self, path: str, params: dict[str, Any], deadline: float) -> dict[str, Any]:
-        with self._http.stream("GET", path, params=params) as response:
-            chunks: list[bytes] = []
-            size = 0
-            for chunk in response.iter_bytes():
-                size += len(chunk)
-                if size > self.max_answer_bytes:
-                    raise MemoryLinkError(f"the answer passed {self.max_answer_bytes:,} bytes")
-                if time.monotonic() > deadline:
-                    raise MemoryLinkError(f"the answer took longer than {self.timeout_s:g} s")
-                chunks.append(chunk)
-            status = response.status_code
-        raw = b"".join(chunks)
-        if status >= 400:
-            raise MemoryLinkError(f"HTTP {status}: {raw[:200].decode('utf-8', 'replace')}")
-        try:
-            answer = json.loads(raw) if raw else {}
-        except ValueError as exc:
-            raise MemoryLinkError(f"the answer is not JSON ({exc})") from exc
-        if not isinstance(answer, dict):
-            raise MemoryLinkError("the answer is not a JSON object")
-        return answer
+        return self._bounded(  # type: ignore[no-any-return]
+            lambda: self._exchange(path, None, {}, deadline, dict(params))
+        )
 
 
 def kernel_name(kernel: Any) -> str:
