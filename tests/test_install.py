@@ -24,8 +24,8 @@ from packaging.version import Version
 ROOT = Path(__file__).resolve().parents[1]
 LOCKS = ROOT
 # What each lock must cover: requirements-dev.lock everything `make install` and CI install,
-# requirements.lock what `make run` installs. torch is installed from the machine's wheel folder (its CPU build), so
-# it is pinned in pyproject.toml and left out of both locks.
+# requirements.lock what `make run` installs. torch is installed from the machine's wheel
+# folder (its CPU build), so it is pinned in pyproject.toml and left out of both locks.
 COVERS = {
     "requirements-dev.lock": ["dev", "server", "kernels", "tuners", "bench"],
     "requirements.lock": ["server"],
