@@ -35,3 +35,22 @@ def test_the_first_key_is_timed_in_full_and_the_others_within_top_k(tmp_path) ->
     assert result["memory_held"]["kind"] == "cold" and result["machine"]
     markdown = out.with_suffix(".md").read_text()
     assert "Memory held: **cold**" in markdown and "qwen3-30b-a3b-tp1-bf16/M=" in markdown
+
+
+def test_the_result_records_how_to_make_it_again_and_each_order_apart(tmp_path) -> None:
+    """write_result's provenance: the code version, the command, replayed, the key orders as
+    seeds; and each order's summary apart, so a figure comes with its range over orders."""
+    out = tmp_path / "cold.json"
+    argv = ["--cases", "qwen3-30b-a3b-tp1-bf16", "--configs", "12", "--top-k", "4"]
+    assert main([*argv, "--orders", "0", "1", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["code_version"] and result["measurement"] == "replayed"
+    assert result["seeds"] == [0, 1]
+    assert result["command"].startswith("python -m tunemem.bench.autotune.landscape_cold ")
+    each = result["by_seed"]["each"]
+    assert sorted(each) == ["0", "1"] and each["1"]["all"]["keys"] == 7
+    low, high = result["by_seed"]["range"]["all"]["speed_mean"]
+    assert low <= result["summary"]["all"]["speed_mean"] <= high
+    assert "Reproduce: `python -m tunemem.bench.autotune.landscape_cold" in (
+        out.with_suffix(".md").read_text()
+    )

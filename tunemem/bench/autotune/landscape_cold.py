@@ -29,16 +29,22 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from tunemem.bench.autotune.replay import H200, cold_summary
+from tunemem.bench.autotune.replay import H200, by_seed, cold_summary
+from tunemem.bench.autotune.report import summary_table
 from tunemem.bench.common.arms import LIVE_SERVICE_SETTINGS
 from tunemem.bench.common.paths import RESULTS
-from tunemem.bench.common.results import memory_held, memory_held_line
+from tunemem.bench.common.results import (
+    memory_held,
+    memory_held_line,
+    provenance,
+    started_on,
+    write_result,
+)
 from tunemem.bench.moe.landscape import Case, load_case
 from tunemem.kernels.moe_plan import CASES, HELD_OUT, SAMPLE_SEED, SAMPLE_SIZE
 from tunemem.kernels.moe_space import config_key, sample_space
@@ -172,17 +178,6 @@ def cold_order(
     return rows
 
 
-def _git_sha() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True)
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "tunemem"], capture_output=True, text=True
-        ).stdout.strip()
-        return out.stdout.strip() + ("+uncommitted" if dirty else "")
-    except OSError:
-        return "unknown"
-
-
 def main(argv: list[str] | None = None) -> int:
     from tunemem.agent_client.tuners.triton_rounds import RoundPolicy
 
@@ -197,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--embedder", default="hashing")
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
+    started_on()  # the code version is the one this run starts on
     names = {"development": list(DEVELOPMENT), "heldout": list(HELD_OUT)}.get(
         args.cases, [c for c in args.cases.split(",") if c]
     )
@@ -213,10 +209,13 @@ def main(argv: list[str] | None = None) -> int:
         for order in args.orders
         for row in cold_order(keys, order, args.top_k, policy, {"embedder": args.embedder})
     ]
+    words = sys.argv[1:] if argv is None else argv
     result = {
-        "command": "python -m tunemem.bench.autotune.landscape_cold " + " ".join(sys.argv[1:]),
-        "git_sha": _git_sha(),
-        "machine": _machine(),
+        **provenance(
+            "python -m tunemem.bench.autotune.landscape_cold " + " ".join(words),
+            args.orders,
+            "replayed",
+        ),
         "protocol": "cold",
         "replayed": "replayed on the recorded H200 landscapes (no GPU); recorded medians",
         "memory_held": memory_held(
@@ -231,20 +230,13 @@ def main(argv: list[str] | None = None) -> int:
         "policy": dict(policy.__dict__),
         "wall_s": round(time.time() - started, 1),
         "summary": cold_summary(rows),
+        "by_seed": by_seed(rows, "order", cold_summary),
         "rows": rows,
     }
     print(json.dumps(result["summary"], indent=1))
     if args.out:
-        args.out.write_text(json.dumps(result, indent=1))
-        args.out.with_suffix(".md").write_text(render(result))
+        write_result(args.out.parent, args.out.stem, result, render(result))
     return 0
-
-
-def _machine() -> str:
-    import os
-    import platform
-
-    return f"{platform.node()} ({platform.machine()}, {os.cpu_count()} CPU cores, no GPU)"
 
 
 def render(result: dict[str, Any]) -> str:
@@ -253,23 +245,18 @@ def render(result: dict[str, Any]) -> str:
     lines = [
         "# The cold drop-in on vLLM's fused-MoE kernel (H200 landscapes, replayed)",
         "",
-        memory_held_line(result["memory_held"]) + "  ",
-        f"Command: `{result['command']}` at {result['git_sha']}, on {result['machine']}, "
-        f"{result['wall_s']} s.  ",
+        memory_held_line(result["memory_held"]),
+        "",
+        f"Wall: {result['wall_s']} s.  ",
         f"Layers: {', '.join(result['cases'])}; {result['configs']} given configurations per "
         f"key, top_k {result['top_k']}; key orders (seeds of the shuffle) {result['orders']}; "
         f"{result['replayed']}.  ",
-        f"Speed: the given configurations' best at the key over the chosen one's; {goal}.",
+        f"Speed: the given configurations' best at the key over the chosen one's; {goal}. "
+        "Each figure is the mean over all orders' keys, [lowest – highest] of the orders' own "
+        "means after it.",
         "",
-        "| group | keys | speed mean / min | >= 0.98 | timed share | random-k mean |",
-        "| --- | --- | --- | --- | --- | --- |",
+        *summary_table(result, "group"),
     ]
-    for group, g in result["summary"].items():
-        lines.append(
-            f"| {group} | {g['keys']} | {g['speed_mean']:.3f} / {g['speed_min']:.3f} | "
-            f"{g['share_speed_within_goal']:.0%} | {g['timed_share']:.3f} | "
-            f"{g['random_k_mean']:.3f} |"
-        )
     lines += [
         "",
         "| order | # | key | timed | confidence per round | speed | random-k | stopped |",

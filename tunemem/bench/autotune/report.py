@@ -176,22 +176,12 @@ REPLAY_FIGURES = (
 )
 
 
-def replay_markdown(result: dict[str, Any]) -> str:
-    """The replay's summary as Markdown: each group's figures over all seeds (or key orders),
-    with their range over seeds in brackets."""
-    cold = result["protocol"] == "cold"
+def summary_table(result: dict[str, Any], first: str) -> list[str]:
+    """The Markdown table of a replay's summary: each group's figures over all seeds (or key
+    orders), [lowest – highest] of the seeds' own means after each."""
     ranges = result["by_seed"]["range"]
-    seeds = ", ".join(map(str, result["by_seed"]["seeds"]))
     lines = [
-        f"# Drop-in replayed on the recorded H200 sweeps: {result['protocol']} memory",
-        "",
-        f"Explore {result['explore']}, top_k {result['top_k']}, embedder {result['embedder']}; "
-        f"{'key orders' if cold else 'exploration seeds'} {seeds}. Each figure is the mean "
-        "over all seeds' keys, [lowest – highest] of the seeds' own means after it.",
-        "",
-        f"| {'group' if cold else 'top_k'} | keys | "
-        + " | ".join(label for _, label in REPLAY_FIGURES)
-        + " |",
+        f"| {first} | keys | " + " | ".join(label for _, label in REPLAY_FIGURES) + " |",
         "|---|---|" + "---|" * len(REPLAY_FIGURES),
     ]
     for group, figures in result["summary"].items():
@@ -201,4 +191,21 @@ def replay_markdown(result: dict[str, Any]) -> str:
             spread = "" if low is None else f" [{low:.3f} – {high:.3f}]"
             cells.append(f"{figures[name]:.3f}{spread}")
         lines.append(f"| {group} | {figures['keys']} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def replay_markdown(result: dict[str, Any]) -> str:
+    """The replay's summary as Markdown: each group's figures over all seeds (or key orders),
+    with their range over seeds in brackets."""
+    cold = result["protocol"] == "cold"
+    seeds = ", ".join(map(str, result["by_seed"]["seeds"]))
+    lines = [
+        f"# Drop-in replayed on the recorded H200 sweeps: {result['protocol']} memory",
+        "",
+        f"Explore {result['explore']}, top_k {result['top_k']}, embedder {result['embedder']}; "
+        f"{'key orders' if cold else 'exploration seeds'} {seeds}. Each figure is the mean "
+        "over all seeds' keys, [lowest – highest] of the seeds' own means after it.",
+        "",
+        *summary_table(result, "group" if cold else "top_k"),
+    ]
     return "\n".join(lines) + "\n"
