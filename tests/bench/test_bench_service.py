@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tunemem.bench.common.results import provenance_line
+from tunemem.bench.common.seeds import combine_runs
 from tunemem.bench.service.driver import fresh_query, percentiles
 from tunemem.bench.service.profile import attribute
 from tunemem.bench.service.report import markdown
@@ -78,6 +79,28 @@ def test_result_is_labelled_synthetic_and_written(tiny_result: tuple) -> None:
     assert "shared" in table and "## Floor" in table
     assert saved["memory_held"]["kind"] == "none"  # a service figure, not a tuning memory's
     assert "Memory held: **none**" in table
+
+
+def test_the_summary_names_each_loop_alike_in_every_repetition(tiny_result: tuple) -> None:
+    """The summary holds each loop's p50 / p99, pairs a second, the peak RSS and the load, under
+    names without the open loop's rate, so repetitions combine into a mean and range."""
+    result, out = tiny_result
+    (case,) = result["cases"]
+    figures = result["summary"]["embedded 300"]
+    assert list(figures)[:3] == ["closed c=1", "closed c=2", "open 0.5 of the closed max"]
+    one = case["runs"][0]
+    assert figures["closed c=1"]["retrieve_p50_ms"] == one["retrieve_ms"]["p50"]
+    assert figures["closed c=1"]["report_p99_ms"] == one["report_ms"]["p99"]
+    assert figures["closed c=2"]["pairs_per_s"] == case["runs"][1]["pairs_per_s"]
+    assert figures["peak_rss_mb"] == case["server_memory"]["peak_rss_mb"] > 0
+    load = result["summary"]["load_average_1min"]
+    assert load["start"] >= 0 and load["end"] >= 0
+    assert "when the bench started" in (out / "tiny.md").read_text()
+    again = {**json.loads((out / "tiny.json").read_text()), "seeds": [1]}
+    again["summary"]["embedded 300"]["closed c=1"]["pairs_per_s"] = 0.0
+    combined = combine_runs([json.loads((out / "tiny.json").read_text()), again], "x")
+    pairs = combined["summary"]["embedded 300"]["closed c=1"]["pairs_per_s"]
+    assert pairs == {"mean": one["pairs_per_s"] / 2, "low": 0.0, "high": one["pairs_per_s"]}
 
 
 def test_synthetic_lessons_are_unique_and_deterministic() -> None:

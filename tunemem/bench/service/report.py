@@ -80,6 +80,39 @@ def goals(case: dict[str, Any]) -> list[tuple[str, str, bool]]:
     return rows
 
 
+def _loop_name(run: dict[str, Any]) -> str:
+    """A run's name that is the same in every repetition (an open loop's rate is not)."""
+    if run["mode"] == "open":
+        return f"open {run['rate_fraction_of_closed_max']} of the closed max"
+    return f"closed c={run['concurrency']}"
+
+
+def summary(result: dict[str, Any]) -> dict[str, Any]:
+    """The figures of each case under names that stay the same from one repetition to the
+    next, so that `bench.common.seeds` gives their mean and range over repetitions: per loop
+    the retrieve and report p50 / p99 (ms), pairs a second and errors; the server's peak RSS;
+    the floor; and the machine's load average (1 min) when the bench started and ended."""
+    out: dict[str, Any] = {}
+    for case in result["cases"]:
+        figures: dict[str, Any] = {}
+        for run in case["runs"]:
+            figures[_loop_name(run)] = {
+                "retrieve_p50_ms": run["retrieve_ms"].get("p50"),
+                "retrieve_p99_ms": run["retrieve_ms"].get("p99"),
+                "report_p50_ms": run["report_ms"].get("p50"),
+                "report_p99_ms": run["report_ms"].get("p99"),
+                "pairs_per_s": run["pairs_per_s"],
+                "errors": sum(run["errors"].values()),
+                **({"rate": run["rate"]} if run["mode"] == "open" else {}),
+            }
+        figures["peak_rss_mb"] = case["server_memory"].get("peak_rss_mb")
+        floor = case["floor"].get("embed_plus_query_ms", {})
+        figures["floor_embed_plus_query_p50_ms"] = floor.get("p50")
+        out[f"{case['mode']} {case['lessons']}"] = figures
+    out["load_average_1min"] = result["load_average_1min"]
+    return out
+
+
 def markdown(result: dict[str, Any]) -> str:
     m = result["machine"]
     lines = [
@@ -88,8 +121,14 @@ def markdown(result: dict[str, Any]) -> str:
         *([memory_held_line(result["memory_held"]), ""] if "memory_held" in result else []),
         f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB. The machine may be "
         "shared with other work, so the load average before and after each run is listed "
-        "beside it (a quiet machine with this bench running shows about 1-2.5). "
-        f"Command: `{result['command']}` (code {result.get('code_version')}).",
+        "beside it (a quiet machine with this bench running shows about 1-2.5)"
+        + (
+            f"; load average (1 min) when the bench started {load['start']:.2f}, when it "
+            f"ended {load['end']:.2f}. "
+            if (load := result.get("load_average_1min"))
+            else ". "
+        )
+        + f"Command: `{result['command']}` (code {result.get('code_version')}).",
         "",
         f"Data: {result['synthetic']} Embedder: {result['settings']['embedder']}"
         + (

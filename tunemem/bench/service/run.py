@@ -207,9 +207,10 @@ def run_service_bench(
         The result document (also written when `out` is given).
     """
     from tunemem.bench.common.results import memory_held, provenance, started_on, write_result
-    from tunemem.bench.service.report import markdown
+    from tunemem.bench.service.report import markdown, summary
 
     started_on()  # the code version is the one this run starts on
+    load_at_start = os.getloadavg()[0]  # the machine is shared: its load is part of the result
 
     spec = dict(
         concurrency=list(concurrency),
@@ -279,7 +280,9 @@ def run_service_bench(
         if database_url and index_url
         else "not measured: no --database-url/--index-url given (PostgreSQL + Chroma server)",
         "cases": results,
+        "load_average_1min": {"start": load_at_start, "end": os.getloadavg()[0]},
     }
+    result["summary"] = summary(result)
     if out is not None:
         write_result(out, name, result, markdown(result))
     return result
