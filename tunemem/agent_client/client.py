@@ -24,8 +24,8 @@ from tenacity import (
     wait_random_exponential,
 )
 
+import tunemem.agent_client.calls as calls
 from tunemem import wire
-from tunemem.agent_client import calls
 from tunemem.agent_client.calls import Call
 from tunemem.agent_client.models import MemoryAPIError, TransientAPIError
 

@@ -29,8 +29,8 @@ from typing import Any
 
 import httpx
 
+import tunemem.agent_client.calls as calls
 from tunemem import wire
-from tunemem.agent_client import calls
 from tunemem.agent_client.models import Outcome, Stage
 
 # A suggest answer of 100 configurations with their predictions is tens of kilobytes; past this
