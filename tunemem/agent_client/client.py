@@ -26,7 +26,6 @@ from tenacity import (
 
 import tunemem.agent_client.calls as calls
 from tunemem import wire
-from tunemem.agent_client.calls import Call
 from tunemem.agent_client.models import MemoryAPIError, TransientAPIError
 
 TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
@@ -74,7 +73,7 @@ T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _sync(call: Callable[P, Call[T]]) -> Callable[Concatenate[MemoryClient, P], T]:
+def _sync(call: Callable[P, calls.Call[T]]) -> Callable[Concatenate[MemoryClient, P], T]:
     """`call` as a method of `MemoryClient`: built, sent (with retries) and read."""
 
     def method(self: MemoryClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
@@ -86,7 +85,7 @@ def _sync(call: Callable[P, Call[T]]) -> Callable[Concatenate[MemoryClient, P], 
 
 
 def _async(
-    call: Callable[P, Call[T]],
+    call: Callable[P, calls.Call[T]],
 ) -> Callable[Concatenate[AsyncMemoryClient, P], Coroutine[Any, Any, T]]:
     """`call` as a method of `AsyncMemoryClient`: built, sent (with retries) and read."""
 
