@@ -1,8 +1,8 @@
 """Every figure the README and the docs pages quote from a result is in the file they link.
 
 A quoted figure is written as a Markdown link whose text holds the number(s) and whose target is
-a committed result under `bench/results/`: `[0.985](bench/results/autotune-cold-replay.md)`, or
-`[0.930 (0.910-0.950)](../bench/results/tuners-dev.md)` for a mean and its range over seeds.
+a committed result under `bench/results/`: `[0.985](bench/results/autotune/cold-replay.md)`, or
+`[0.930 (0.910-0.950)](../bench/results/tuners/dev.md)` for a mean and its range over seeds.
 Every number in the link's text must be in that file, so a page cannot drift from its results:
 
 - in a Markdown result, as the same number (`0.930` is not `0.93` nor `0.9301`);
@@ -10,11 +10,15 @@ Every number in the link's text must be in that file, so a page cannot drift fro
   a percentage (`81 %`) matches a share (0.813).
 
 Links into `bench/results/` must name files that exist (superseded results leave the folder;
-git keeps them), and the README must quote its figures this way.
+git keeps them), and the README must quote its figures this way. A path into `bench/results/`
+named in a page's text (not a link: `bench/results/tuners/dev.{json,md}`,
+`bench/results/learning/*-045ac13.*`) must name something there too, unless it is a command's
+output (`--out PATH`) or a file in git history (`git show SHA:PATH`).
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import re
 from pathlib import Path
@@ -121,4 +125,57 @@ def test_a_figure_that_drifted_from_its_file_is_caught(tmp_path: Path, monkeypat
         "docs/p.md:2: 0.986 is not in bench/results/r.json",
         "docs/p.md:2: 0.920 is not in bench/results/r.md",
         "docs/p.md:2: links bench/results/gone.md, which is not there",
+    ]
+
+
+# `bench/results/...` in a page's text: not a command's output (`--out PATH`) nor a path in git
+# history (`SHA:PATH`); `<kernel>` in it stands for any name.
+NAMED = re.compile(r"(?<!--out )(?<![\w/.:-])((?:\.\./)?bench/results/(?:[\w./*{},-]|<\w+>)*)")
+# Names a page gives as examples of a path, not as a result.
+EXAMPLES = {"bench/results/x.md", "bench/results/moe/seedN/"}
+
+
+def _braces(path: str) -> list[str]:
+    """`a{b,c}d` as `abd`, `acd` (every brace, as the shell expands them)."""
+    match = re.search(r"\{([^{}]*)\}", path)
+    if match is None:
+        return [path]
+    head, tail = path[: match.start()], path[match.end() :]
+    return [p for alt in match[1].split(",") for p in _braces(head + alt + tail)]
+
+
+def named_but_missing(page: str) -> list[str]:
+    """Every path into bench/results/ that `page` names in its text and nothing there matches."""
+    problems = []
+    for number, line in enumerate((REPO / page).read_text().splitlines(), 1):
+        for match in NAMED.finditer(line):
+            named = match[1].rstrip(".,").removeprefix("../")
+            if named in EXAMPLES:
+                continue
+            for path in _braces(re.sub(r"<\w+>", "*", named)):
+                if not glob.glob(str(REPO / path.rstrip("/"))):
+                    problems.append(f"{page}:{number}: names {named}, which is not there")
+                    break
+    return problems
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_result_a_page_names_is_there(page: str) -> None:
+    assert named_but_missing(page) == []
+
+
+def test_a_named_result_that_moved_is_caught(tmp_path: Path, monkeypatch) -> None:
+    results = tmp_path / "bench" / "results" / "tuners"
+    results.mkdir(parents=True)
+    for name in ("dev.json", "dev.md", "dev-045ac13.md"):
+        (results / name).write_text("{}")
+    (tmp_path / "p.md").write_text(
+        "here `bench/results/tuners/dev.{json,md}`, `bench/results/tuners/*-045ac13.*`,\n"
+        "`--out bench/results/tuners/new.json`, `git show 2b33679:bench/results/tuners-old.md`\n"
+        "gone `bench/results/tuners-dev.md`, `bench/results/tuners/dev.{json,png}`\n"
+    )
+    monkeypatch.setattr(f"{__name__}.REPO", tmp_path)
+    assert named_but_missing("p.md") == [
+        "p.md:3: names bench/results/tuners-dev.md, which is not there",
+        "p.md:3: names bench/results/tuners/dev.{json,png}, which is not there",
     ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -53,7 +54,13 @@ def main(argv: list[str]) -> int:
             last[0] = time.monotonic()
             if until is not None and until.search(line):
                 done.set()
-        return process.wait()
+        status = process.wait()
+        if status == -signal.SIGINT:
+            # The interrupt ended the command but was not seen here (a signal can reach the
+            # reminder thread while this one waits on the pipe): still a stop on request.
+            stopped(args.label, started=until is not None and done.is_set())
+            return 0
+        return status
     except KeyboardInterrupt:
         # Once --until matched, the command had started: say so, not "still starting".
         return stop(process, args.label, started=until is not None and done.is_set())
@@ -79,11 +86,15 @@ def stop(
         process.wait()
     finally:
         deadline.cancel()
+    stopped(label, started)
+    return 0
+
+
+def stopped(label: str, started: bool) -> None:
     if started:
         print("  stopped by Ctrl-C (it had started and ran until then)", flush=True)
     else:
         print(f"  stopped by Ctrl-C while still {label}", flush=True)
-    return 0
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from tunemem.ingest.records import (
 from tunemem.kernels.sweep import write_trajectories
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
+KERNELS = RESULTS / "kernels" / "kernels.json"
 # Files of other benchmarks beside the harness's own sweeps (tested below, each its own way).
 OTHER_BENCHMARKS = ("live-", "autotune-")
 
@@ -53,9 +54,9 @@ def test_committed_h200_trajectories_read_cleanly():
             assert any(a.feasible and a.latency_ms for a in record.attempts)
 
 
-@pytest.mark.skipif(not (RESULTS / "kernels.json").is_file(), reason="no committed bench result")
+@pytest.mark.skipif(not KERNELS.is_file(), reason="no committed bench result")
 def test_committed_report_rows_match_their_trajectories():
-    report = json.loads((RESULTS / "kernels.json").read_text())
+    report = json.loads(KERNELS.read_text())
     best = {}
     for path in sorted((RESULTS / "h200").glob("*.jsonl")):
         if path.stem.startswith(OTHER_BENCHMARKS):

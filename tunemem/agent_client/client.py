@@ -1,18 +1,19 @@
-"""The one HTTP client of the memory API, in a sync and an async flavour.
+"""The agent's HTTP client of the memory API, in a sync and an async flavour.
 
-Transient failures (connection errors, timeouts, 408/425/429/5xx answers) are retried by
-tenacity with exponential backoff and full jitter. Every report carries an `Idempotency-Key`
-that stays the same across the retries of one call (and that callers may fix themselves, as the
-agent does per attempt), so a report whose answer was lost is counted once by the service.
+Both are built from one table, `calls.CALLS`: each method is a call's function (its request
+and how its answer is read, written once), sent the flavour's way. Transient failures
+(connection errors, timeouts, 408/425/429/5xx answers) are retried by tenacity with exponential
+backoff and full jitter; a report's `Idempotency-Key` (fresh, or fixed by the caller, as the
+agent does per attempt) stays the same across the retries of one call, so a report whose answer
+was lost is counted once by the service.
 """
 
 from __future__ import annotations
 
-import uuid
-import warnings
-from collections.abc import Iterable
+import inspect
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar, get_args, get_type_hints
 
 import httpx
 from tenacity import (
@@ -23,15 +24,9 @@ from tenacity import (
     wait_random_exponential,
 )
 
-from tunemem.agent_client.models import (
-    MemoryAPIError,
-    Outcome,
-    OutcomeReceipt,
-    Retrieval,
-    ServiceWarning,
-    Stage,
-    TransientAPIError,
-)
+import tunemem.agent_client.calls as calls
+from tunemem import wire
+from tunemem.agent_client.models import MemoryAPIError, TransientAPIError
 
 TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 _RETRYABLE = (httpx.TransportError, TransientAPIError)
@@ -73,66 +68,48 @@ def _raise_for(response: httpx.Response) -> dict[str, Any]:
     raise error(response.status_code, code, message)
 
 
-def _retrieval(data: dict[str, Any]) -> Retrieval:
-    """The parsed answer; each of its warnings is also raised as a `ServiceWarning`, so a
-    caller that never reads `Retrieval.warnings` (an agent, a script) still sees it once."""
-    retrieval = Retrieval.from_json(data)
-    for text in retrieval.warnings:
-        warnings.warn(text, ServiceWarning, stacklevel=3)
-    return retrieval
+P = ParamSpec("P")
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _retrieve_body(
-    task: dict[str, Any],
-    context: dict[str, Any],
-    stage: Stage,
-    k: int,
-    query: str | None,
-    options: dict[str, Any] | None,
-) -> dict[str, Any]:
-    body: dict[str, Any] = {"task": task, "context": context, "stage": stage, "k": k}
-    if query is not None:
-        body["query"] = query
-    if options:
-        body["options"] = options
-    return body
+def _sync(call: Callable[P, calls.Call[T]]) -> Callable[Concatenate[MemoryClient, P], T]:
+    """`call` as a method of `MemoryClient`: built, sent (with retries) and read."""
+
+    def method(self: MemoryClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        made = call(*args, **kwargs)
+        request = made.request
+        return made.read(self._call(request.method, request.path, **request.options()))
+
+    return _as_method(method, call, "MemoryClient")
 
 
-def _suggest_body(
-    task: dict[str, Any],
-    context: dict[str, Any],
-    space: dict[str, Any],
-    observations: Iterable[dict[str, Any]] | None,
-    k: int,
-    stage: Stage | None,
-    options: dict[str, Any] | None,
-    seed: int | None,
-) -> dict[str, Any]:
-    if "params" not in space:
-        space = {"params": space}
-    body: dict[str, Any] = {
-        "task": task,
-        "context": context,
-        "space": space,
-        "observations": list(observations or ()),
-        "k": k,
-        "stage": stage,
-        "seed": seed,
-    }
-    if options:
-        body["options"] = options
-    return body
+def _async(
+    call: Callable[P, calls.Call[T]],
+) -> Callable[Concatenate[AsyncMemoryClient, P], Coroutine[Any, Any, T]]:
+    """`call` as a method of `AsyncMemoryClient`: built, sent (with retries) and read."""
+
+    async def method(self: AsyncMemoryClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        made = call(*args, **kwargs)
+        request = made.request
+        return made.read(await self._call(request.method, request.path, **request.options()))
+
+    return _as_method(method, call, "AsyncMemoryClient")
 
 
-def _report_request(
-    retrieval_id: str, outcome: Outcome, used: list[str] | None, idempotency_key: str | None
-) -> tuple[dict[str, Any], dict[str, str]]:
-    body = {"retrieval_id": retrieval_id, "used": used, "outcome": outcome.to_json()}
-    return body, {"Idempotency-Key": idempotency_key or uuid.uuid4().hex}
-
-
-def _headers(api_key: str | None) -> dict[str, str]:
-    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+def _as_method(method: F, call: Callable[..., Any], owner: str) -> F:
+    """`method` named and documented as `call`, with `call`'s signature after `self` and the
+    type its answer is read into (`T` of its `Call[T]`) as the method's return."""
+    signature = inspect.signature(call)
+    (answer,) = get_args(get_type_hints(call)["return"])
+    self_ = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    method.__name__ = call.__name__
+    method.__qualname__ = f"{owner}.{call.__name__}"
+    method.__doc__ = call.__doc__
+    method.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[self_, *signature.parameters.values()], return_annotation=answer
+    )
+    return method
 
 
 class MemoryClient:
@@ -149,7 +126,7 @@ class MemoryClient:
         self.retry = retry or RetryPolicy()
         self._http = httpx.Client(
             base_url=base_url.rstrip("/"),
-            headers=_headers(api_key),
+            headers=wire.bearer(api_key),
             timeout=timeout_s,
             transport=transport,
         )
@@ -160,59 +137,13 @@ class MemoryClient:
                 return _raise_for(self._http.request(method, path, **kwargs))
         raise AssertionError("unreachable: tenacity reraises")
 
-    def health(self) -> dict[str, Any]:
-        return self._call("GET", "/healthz")
-
-    def retrieve(
-        self,
-        task: dict[str, Any],
-        context: dict[str, Any],
-        stage: Stage = "draft",
-        k: int = 3,
-        query: str | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> Retrieval:
-        body = _retrieve_body(task, context, stage, k, query, options)
-        return _retrieval(self._call("POST", "/v1/retrieve", json=body))
-
-    def suggest(
-        self,
-        task: dict[str, Any],
-        context: dict[str, Any],
-        space: dict[str, Any],
-        observations: Iterable[dict[str, Any]] | None = None,
-        k: int = 5,
-        stage: Stage | None = None,
-        options: dict[str, Any] | None = None,
-        seed: int | None = None,
-    ) -> dict[str, Any]:
-        """Up to k untried configurations of `space` ({"params": {name: [values]}, "valid":
-        [...] | None}, or the params alone), in the memory's order (POST /v1/suggest).
-        Report each one's outcome with the answer's `retrieval_id` and its lessons' ids."""
-        body = _suggest_body(task, context, space, observations, k, stage, options, seed)
-        return self._call("POST", "/v1/suggest", json=body)
-
-    def report(
-        self,
-        retrieval_id: str,
-        outcome: Outcome,
-        used: list[str] | None = None,
-        idempotency_key: str | None = None,
-    ) -> OutcomeReceipt:
-        body, headers = _report_request(retrieval_id, outcome, used, idempotency_key)
-        return OutcomeReceipt.from_json(
-            self._call("POST", "/v1/outcomes", json=body, headers=headers)
-        )
-
-    def add_lessons(self, lessons: Iterable[dict[str, Any]]) -> dict[str, Any]:
-        return self._call("POST", "/v1/lessons", json={"lessons": list(lessons)})
-
-    def upload_trajectories(self, trajectories: Iterable[dict[str, Any]]) -> dict[str, Any]:
-        return self._call("POST", "/v1/trajectories", json={"trajectories": list(trajectories)})
-
-    def list_lessons(self, **filters: Any) -> dict[str, Any]:
-        params = {k: v for k, v in filters.items() if v is not None}
-        return self._call("GET", "/v1/lessons", params=params)
+    health = _sync(calls.health)
+    retrieve = _sync(calls.retrieve)
+    suggest = _sync(calls.suggest)
+    report = _sync(calls.report)
+    add_lessons = _sync(calls.add_lessons)
+    upload_trajectories = _sync(calls.upload_trajectories)
+    list_lessons = _sync(calls.list_lessons)
 
     def close(self) -> None:
         self._http.close()
@@ -238,7 +169,7 @@ class AsyncMemoryClient:
         self.retry = retry or RetryPolicy()
         self._http = httpx.AsyncClient(
             base_url=base_url.rstrip("/"),
-            headers=_headers(api_key),
+            headers=wire.bearer(api_key),
             timeout=timeout_s,
             transport=transport,
         )
@@ -249,60 +180,13 @@ class AsyncMemoryClient:
                 return _raise_for(await self._http.request(method, path, **kwargs))
         raise AssertionError("unreachable: tenacity reraises")
 
-    async def health(self) -> dict[str, Any]:
-        return await self._call("GET", "/healthz")
-
-    async def retrieve(
-        self,
-        task: dict[str, Any],
-        context: dict[str, Any],
-        stage: Stage = "draft",
-        k: int = 3,
-        query: str | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> Retrieval:
-        body = _retrieve_body(task, context, stage, k, query, options)
-        return _retrieval(await self._call("POST", "/v1/retrieve", json=body))
-
-    async def suggest(
-        self,
-        task: dict[str, Any],
-        context: dict[str, Any],
-        space: dict[str, Any],
-        observations: Iterable[dict[str, Any]] | None = None,
-        k: int = 5,
-        stage: Stage | None = None,
-        options: dict[str, Any] | None = None,
-        seed: int | None = None,
-    ) -> dict[str, Any]:
-        """Up to k untried configurations of `space`, in the memory's order (see
-        `MemoryClient.suggest`)."""
-        body = _suggest_body(task, context, space, observations, k, stage, options, seed)
-        return await self._call("POST", "/v1/suggest", json=body)
-
-    async def report(
-        self,
-        retrieval_id: str,
-        outcome: Outcome,
-        used: list[str] | None = None,
-        idempotency_key: str | None = None,
-    ) -> OutcomeReceipt:
-        body, headers = _report_request(retrieval_id, outcome, used, idempotency_key)
-        return OutcomeReceipt.from_json(
-            await self._call("POST", "/v1/outcomes", json=body, headers=headers)
-        )
-
-    async def add_lessons(self, lessons: Iterable[dict[str, Any]]) -> dict[str, Any]:
-        return await self._call("POST", "/v1/lessons", json={"lessons": list(lessons)})
-
-    async def upload_trajectories(self, trajectories: Iterable[dict[str, Any]]) -> dict[str, Any]:
-        return await self._call(
-            "POST", "/v1/trajectories", json={"trajectories": list(trajectories)}
-        )
-
-    async def list_lessons(self, **filters: Any) -> dict[str, Any]:
-        params = {k: v for k, v in filters.items() if v is not None}
-        return await self._call("GET", "/v1/lessons", params=params)
+    health = _async(calls.health)
+    retrieve = _async(calls.retrieve)
+    suggest = _async(calls.suggest)
+    report = _async(calls.report)
+    add_lessons = _async(calls.add_lessons)
+    upload_trajectories = _async(calls.upload_trajectories)
+    list_lessons = _async(calls.list_lessons)
 
     async def aclose(self) -> None:
         await self._http.aclose()

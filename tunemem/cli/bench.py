@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from tunemem.bench.common.paths import SHARED_DATA
+from tunemem.bench.common.paths import RESULTS_OF, SHARED_DATA, SWEEPS
 from tunemem.cli.common import console, err
 
 bench_app = typer.Typer(
@@ -24,7 +24,7 @@ DEFAULT_SHARED = SHARED_DATA
 @bench_app.command("ingest")
 def bench_ingest(
     data: Annotated[Path, typer.Option(help="folder of tuning data")] = DEFAULT_SHARED,
-    out: Annotated[Path, typer.Option(help="results folder")] = Path("bench/results"),
+    out: Annotated[Path, typer.Option(help="results folder")] = RESULTS_OF["ingest"],
     index: Annotated[str, typer.Option(help="vector index: chroma or memory")] = "chroma",
     embedder: Annotated[
         list[str], typer.Option(help="embedders to compare, side by side (minilm, hashing)")
@@ -65,8 +65,8 @@ def bench_learning(
     ] = None,
     embedder: Annotated[str, typer.Option(help="service embedder: minilm or hashing")] = "minilm",
     note: Annotated[str, typer.Option(help="a line the Markdown report carries")] = "",
-    out: Annotated[Path, typer.Option(help="JSON result path (.md and .png beside it)")] = Path(
-        "bench/results/learning.json"
+    out: Annotated[Path, typer.Option(help="JSON result path (.md and .png beside it)")] = (
+        RESULTS_OF["learning"] / "learning.json"
     ),
     quick: Annotated[bool, typer.Option("--quick", help="tiny run for smoke tests")] = False,
     noise: Annotated[
@@ -189,7 +189,7 @@ _register_service_bench()
 
 @bench_app.command("kernels")
 def bench_kernels(
-    out: Annotated[Path, typer.Option(help="results folder")] = Path("bench/results"),
+    out: Annotated[Path, typer.Option(help="results folder")] = RESULTS_OF["kernels"],
     quick: Annotated[bool, typer.Option("--quick")] = False,
 ) -> None:
     """Triton kernels vs torch eager/compile and the hardware limit (needs an NVIDIA GPU)."""
@@ -209,13 +209,9 @@ def bench_live(
     ] = "random,similarity,value_backoff,default",
     settings: Annotated[str, typer.Option(help="same_task, all_tasks")] = "same_task,all_tasks",
     shapes: Annotated[int, typer.Option(help="held-out shapes per task (0: all)")] = 0,
-    sweeps: Annotated[Path, typer.Option(help="recorded sweeps")] = Path("bench/results/h200"),
-    trajectories: Annotated[Path, typer.Option(help="where live-<task>.jsonl go")] = Path(
-        "bench/results/h200"
-    ),
-    out: Annotated[Path, typer.Option(help="where live.json and live.md go")] = Path(
-        "bench/results"
-    ),
+    sweeps: Annotated[Path, typer.Option(help="recorded sweeps")] = SWEEPS,
+    trajectories: Annotated[Path, typer.Option(help="where live-<task>.jsonl go")] = SWEEPS,
+    out: Annotated[Path, typer.Option(help="where live.json and live.md go")] = RESULTS_OF["live"],
     budget_s: Annotated[float, typer.Option(help="wall-clock budget, seconds")] = 540.0,
     workers: Annotated[int, typer.Option(help="memories prepared at once")] = 6,
     seed: Annotated[int, typer.Option(help="the agent's and the search's seed")] = 0,
@@ -267,13 +263,11 @@ def bench_autotune(
     top_k: Annotated[float, typer.Option(help="configurations the drop-in times")] = 5,
     explore: Annotated[float, typer.Option(help="the drop-in's exploration share")] = 0.5,
     rounds: Annotated[int, typer.Option(help="interleaved re-timing rounds")] = 5,
-    sweeps: Annotated[Path, typer.Option(help="recorded sweeps")] = Path("bench/results/h200"),
-    trajectories: Annotated[Path, typer.Option(help="where autotune-<task>.jsonl go")] = Path(
-        "bench/results/h200"
-    ),
-    out: Annotated[Path, typer.Option(help="where autotune.json and .md go")] = Path(
-        "bench/results"
-    ),
+    sweeps: Annotated[Path, typer.Option(help="recorded sweeps")] = SWEEPS,
+    trajectories: Annotated[Path, typer.Option(help="where autotune-<task>.jsonl go")] = SWEEPS,
+    out: Annotated[Path, typer.Option(help="where autotune.json and .md go")] = RESULTS_OF[
+        "autotune"
+    ],
     name: Annotated[str, typer.Option(help="result files' name")] = "autotune",
     budget_s: Annotated[float, typer.Option(help="wall-clock budget, seconds")] = 540.0,
     workers: Annotated[int, typer.Option(help="memories prepared at once")] = 8,
@@ -321,13 +315,13 @@ def bench_autotune(
 
 @bench_app.command("moe")
 def bench_moe(
-    landscape: Annotated[Path, typer.Option(help="recorded H200 timings")] = Path(
-        "bench/results/moe/h200-landscape"
+    landscape: Annotated[Path, typer.Option(help="recorded H200 timings")] = (
+        RESULTS_OF["moe"] / "h200-landscape"
     ),
     shipped: Annotated[Path, typer.Option(help="vLLM's shipped files: the memory")] = (
         DEFAULT_SHARED / "vllm_fused_moe"
     ),
-    out: Annotated[Path, typer.Option(help="results folder")] = Path("bench/results/moe"),
+    out: Annotated[Path, typer.Option(help="results folder")] = RESULTS_OF["moe"],
     budget: Annotated[int, typer.Option(help="timed configurations per batch size")] = 32,
     seed: Annotated[int, typer.Option(help="the tool's seed")] = 0,
     cases: Annotated[str | None, typer.Option(help="cases, comma-separated (default all)")] = None,

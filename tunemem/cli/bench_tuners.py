@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from tunemem.bench.common.paths import KERNELTUNER_CACHES
+from tunemem.bench.common.paths import KERNELTUNER_CACHES, RESULTS_OF
 from tunemem.cli.common import err
 
 DEFAULT_CACHES = KERNELTUNER_CACHES
@@ -64,7 +64,7 @@ def parser() -> argparse.ArgumentParser:
         help="the Kernel Tuner strategy whose runs fill the memory with --memory kt-runs",
     )
     p.add_argument(
-        "--out", type=Path, default=Path("bench/results/tuners.json"), help="JSON result path"
+        "--out", type=Path, default=RESULTS_OF["tuners"] / "tuners.json", help="JSON result path"
     )
     p.add_argument(
         "--merge",

@@ -3,7 +3,9 @@
 The CLI (given `--url`) and the MCP server (given `--url`) use it, so a command or a tool
 behaves the same against the embedded store and against a server. The API key, when given,
 goes with every request; a server's JSON error becomes the same `ServiceError` (code, message,
-status) the embedded service would raise. This is the one HTTP client of the service.
+status) the embedded service would raise. The requests the agent's clients send too (retrieve,
+suggest, report, lessons, uploads) are built by `tunemem.wire`, once for all of them; the
+answers are read into the service's own schemas.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any, NoReturn, Self
 
 import httpx
 
+from tunemem import wire
 from tunemem.ingest.records import RejectedRecord, TrajectoryRecord
 from tunemem.memory_service.core.errors import ServiceError
 from tunemem.memory_service.core.schemas.admin import IndexRebuilt, ValuesRebuilt
@@ -47,8 +50,13 @@ class RemoteService:
     """The memory of a server at `url`, reached over HTTP with an optional bearer key."""
 
     def __init__(self, url: str, api_key: str | None = None, timeout: float = 120.0):
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout)
+        self._client = httpx.Client(
+            base_url=url.rstrip("/"), headers=wire.bearer(api_key), timeout=timeout
+        )
+
+    def _request(self, request: wire.Request) -> Any:
+        """Send one request of the wire; its answer's JSON."""
+        return self._call(request.method, request.path, **request.options())
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
@@ -93,27 +101,20 @@ class RemoteService:
         )
 
     def retrieve(self, request: RetrieveRequest) -> RetrieveResponse:
-        return RetrieveResponse(
-            **self._call("POST", "/v1/retrieve", json=request.model_dump(mode="json"))
-        )
+        return RetrieveResponse(**self._request(wire.retrieve(**request.model_dump(mode="json"))))
 
     def report(
         self, request: ReportRequest, *, idempotency_key: str | None = None
     ) -> ReportResponse:
-        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
-        body = self._call(
-            "POST", "/v1/outcomes", json=request.model_dump(mode="json"), headers=headers
-        )
-        return ReportResponse(**body)
+        body = request.model_dump(mode="json")
+        return ReportResponse(**self._request(wire.report(**body, idempotency_key=idempotency_key)))
 
     def suggest(self, request: SuggestRequest) -> SuggestResponse:
-        return SuggestResponse(
-            **self._call("POST", "/v1/suggest", json=request.model_dump(mode="json"))
-        )
+        return SuggestResponse(**self._request(wire.suggest(**request.model_dump(mode="json"))))
 
     def list_lessons(self, where: LessonFilter | None = None) -> LessonList:
-        params = (where or LessonFilter()).model_dump(exclude_none=True)
-        return LessonList(**self._call("GET", "/v1/lessons", params=params))
+        filters = (where or LessonFilter()).model_dump(exclude_none=True)
+        return LessonList(**self._request(wire.list_lessons(**filters)))
 
     def get_lesson(self, lesson_id: str) -> LessonDetail:
         return LessonDetail(**self._call("GET", f"/v1/lessons/{lesson_id}"))
@@ -129,8 +130,8 @@ class RemoteService:
         return LessonPublic(**self._call("DELETE", f"/v1/lessons/{lesson_id}"))
 
     def add_lessons(self, lessons: list[Any]) -> LessonsCreated:
-        body = {"lessons": [lesson.model_dump(mode="json") for lesson in lessons]}
-        return LessonsCreated(**self._call("POST", "/v1/lessons", json=body))
+        request = wire.add_lessons(lesson.model_dump(mode="json") for lesson in lessons)
+        return LessonsCreated(**self._request(request))
 
     def ingest(
         self,
@@ -203,7 +204,7 @@ class RemoteService:
 
     def upload_trajectories(self, body: TrajectoriesIn) -> IngestSummary:
         return IngestSummary(
-            **self._call("POST", "/v1/trajectories", json=body.model_dump(mode="json"))
+            **self._request(wire.upload_trajectories(**body.model_dump(mode="json")))
         )
 
     def audit_transfer(self, query: TransferQuery | None = None) -> TransferAuditPublic:

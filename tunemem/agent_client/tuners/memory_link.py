@@ -2,12 +2,12 @@
 drop-in: the memory is untrusted, and nothing it does may cost the user's tuning more than one
 bounded wait and one warning.
 
-- `MemoryLink` sends one request at a time under one deadline for the whole request (connect,
-  headers and every byte of the answer: a memory that trickles one byte a second is cut at the
-  deadline, not at each read), with no retry, and refuses an answer past `max_answer_bytes`
-  before it is held in memory. Every failure is one `MemoryLinkError`; a memory that answers
-  429 (its slots for this tenant are taken) raises `MemoryBusyError`, a kind of it that means
-  "busy, ask again later", not "away".
+- `MemoryLink` sends one request at a time (the clients' own, built by `agent_client.calls`)
+  under one deadline for the whole request (connect, headers and every byte of the answer: a
+  memory that trickles one byte a second is cut at the deadline, not at each read), with no
+  retry, and refuses an answer past `max_answer_bytes` before it is held in memory. Every
+  failure is one `MemoryLinkError`; a memory that answers 429 (its slots for this tenant are
+  taken) raises `MemoryBusyError`, a kind of it that means "busy, ask again later", not "away".
 - `Reporter` sends outcome reports and run uploads on one background thread, from a bounded
   queue; a failure is one warning, and what comes in the next `RETRY_AFTER_S` is dropped (a
   memory that failed is left alone that long, so a down memory costs one deadline, not one per
@@ -23,14 +23,15 @@ import math
 import queue
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
-from tunemem.agent_client.models import Outcome
+import tunemem.agent_client.calls as calls
+from tunemem import wire
+from tunemem.agent_client.models import Outcome, Stage
 
 # A suggest answer of 100 configurations with their predictions is tens of kilobytes; past this
 # it is not an answer.
@@ -54,10 +55,6 @@ class MemoryBusyError(MemoryLinkError):
     def __init__(self, message: str, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
-
-
-def _headers(api_key: str | None) -> dict[str, str]:
-    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
 class MemoryLink:
@@ -87,7 +84,9 @@ class MemoryLink:
         self.timeout_s = timeout_s
         self.max_answer_bytes = max_answer_bytes
         self.client = client
-        self._http = httpx.Client(base_url=self.url, headers=_headers(api_key), timeout=timeout_s)
+        self._http = httpx.Client(
+            base_url=self.url, headers=wire.bearer(api_key), timeout=timeout_s
+        )
 
     # -- the API calls the tuners make ----------------------------------------------------
 
@@ -98,7 +97,7 @@ class MemoryLink:
         space: dict[str, Any],
         observations: Iterable[dict[str, Any]] | None = None,
         k: int = 5,
-        stage: str | None = None,
+        stage: Stage | None = None,
         options: dict[str, Any] | None = None,
         seed: int | None = None,
     ) -> dict[str, Any]:
@@ -117,26 +116,15 @@ class MemoryLink:
                     seed=seed,
                 )
             )
-        body: dict[str, Any] = {
-            "task": task,
-            "context": context,
-            "space": space if "params" in space else {"params": space},
-            "observations": list(observations or ()),
-            "k": k,
-            "stage": stage,
-            "seed": seed,
-        }
-        if options:
-            body["options"] = options
-        return self.post("/v1/suggest", body)
+        call = calls.suggest(task, context, space, observations, k, stage, options, seed)
+        return self.send(call.request)
 
     def report(self, retrieval_id: str, outcome: Outcome, used: list[str] | None = None) -> Any:
         """POST /v1/outcomes, with an idempotency key of its own."""
         client = self.client
         if client is not None:
             return self._bounded(lambda: client.report(retrieval_id, outcome, used=used))
-        body = {"retrieval_id": retrieval_id, "used": used, "outcome": outcome.to_json()}
-        return self.post("/v1/outcomes", body, {"Idempotency-Key": uuid.uuid4().hex})
+        return self.send(calls.report(retrieval_id, outcome, used).request)
 
     def upload_trajectories(self, trajectories: Iterable[dict[str, Any]]) -> Any:
         """POST /v1/trajectories."""
@@ -144,7 +132,7 @@ class MemoryLink:
         client = self.client
         if client is not None:
             return self._bounded(lambda: client.upload_trajectories(runs))
-        return self.post("/v1/trajectories", {"trajectories": runs})
+        return self.send(calls.upload_trajectories(runs).request)
 
     def list_lessons(self, **filters: Any) -> dict[str, Any]:
         """GET /v1/lessons with the given filters (None ones left out); the answer unchecked."""
@@ -152,8 +140,7 @@ class MemoryLink:
         client = self.client
         if client is not None:
             return self._bounded(lambda: client.list_lessons(**params))
-        deadline = time.monotonic() + self.timeout_s
-        return self._bounded(lambda: self._exchange("/v1/lessons", None, {}, deadline, params))
+        return self.send(calls.list_lessons(**params).request)
 
     def close(self) -> None:
         self._http.close()
@@ -164,8 +151,12 @@ class MemoryLink:
         self, path: str, body: dict[str, Any], headers: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
         """POST `body` and return the answer's JSON object, all within `timeout_s`."""
+        return self.send(wire.Request("POST", path, json=body, headers=dict(headers or {})))
+
+    def send(self, request: wire.Request) -> dict[str, Any]:
+        """Send `request` and return the answer's JSON object, all within `timeout_s`."""
         deadline = time.monotonic() + self.timeout_s
-        return self._bounded(lambda: self._exchange(path, body, dict(headers or {}), deadline))
+        return self._bounded(lambda: self._exchange(request, deadline))
 
     def _bounded(self, call: Callable[[], Any]) -> Any:
         """Run `call` on a worker thread and wait for it at most `timeout_s`: the user's
@@ -191,16 +182,8 @@ class MemoryLink:
             raise value
         raise MemoryLinkError(f"{type(value).__name__}: {value}") from value
 
-    def _exchange(
-        self,
-        path: str,
-        body: dict[str, Any] | None,
-        headers: dict[str, str],
-        deadline: float,
-        params: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        method = "GET" if body is None else "POST"
-        with self._http.stream(method, path, json=body, headers=headers, params=params) as response:
+    def _exchange(self, request: wire.Request, deadline: float) -> dict[str, Any]:
+        with self._http.stream(request.method, request.path, **request.options()) as response:
             if response.status_code == 429:
                 raise MemoryBusyError(
                     "the memory is busy (HTTP 429)", _seconds(response.headers.get("retry-after"))

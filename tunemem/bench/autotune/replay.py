@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from tunemem.bench.common.arms import LIVE_SERVICE_SETTINGS
+from tunemem.bench.common.paths import SWEEPS
 from tunemem.bench.common.results import memory_held, provenance, started_on, write_result
 from tunemem.bench.live.memories import load_sweeps
 
@@ -246,7 +247,7 @@ def cold_summary(rows: list[dict], goal: float = 0.98) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tasks", default="softmax,rmsnorm,decode_attention,attention,gemm")
-    p.add_argument("--sweeps", type=Path, default=Path("bench/results/h200"))
+    p.add_argument("--sweeps", type=Path, default=SWEEPS)
     p.add_argument("--top-k", type=float, nargs="+", default=[3, 4, 5, 6])
     p.add_argument("--explore", type=float, default=0.5, help="the drop-in's explore")
     p.add_argument("--options", type=json.loads, default=None, help="ranking options (JSON)")

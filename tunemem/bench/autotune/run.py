@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from tunemem.bench.autotune.report import render_markdown, summarise, to_trajectories
+from tunemem.bench.common.paths import RESULTS_OF, SWEEPS
 from tunemem.bench.live.memories import MemoryPool, MemorySpec, load_sweeps
 
 DEFAULT_TASKS = ("softmax", "rmsnorm", "decode_attention", "attention", "gemm")
@@ -44,9 +45,9 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tasks", default=",".join(DEFAULT_TASKS))
     p.add_argument("--shapes", type=int, default=0, help="shapes per task (0: all)")
-    p.add_argument("--sweeps", type=Path, default=Path("bench/results/h200"))
-    p.add_argument("--trajectories", type=Path, default=Path("bench/results/h200"))
-    p.add_argument("--out", type=Path, default=Path("bench/results"))
+    p.add_argument("--sweeps", type=Path, default=SWEEPS)
+    p.add_argument("--trajectories", type=Path, default=SWEEPS)
+    p.add_argument("--out", type=Path, default=RESULTS_OF["autotune"])
     p.add_argument("--top-k", type=float, default=5, help="configurations the drop-in times")
     p.add_argument("--explore", type=float, default=0.5, help="the drop-in's exploration share")
     p.add_argument("--options", type=json.loads, default=None, help="ranking options (JSON)")

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tunemem.bench.common.paths import RESULTS_OF
 from tunemem.bench.common.results import memory_held, provenance, write_result
 from tunemem.bench.kernels.report import goal_checks, render_markdown
 from tunemem.ingest.records import stable_hash
@@ -331,7 +332,7 @@ def merge_results(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path("bench/results"))
+    parser.add_argument("--out", type=Path, default=RESULTS_OF["kernels"])
     parser.add_argument("--trajectories", type=Path, default=None)
     parser.add_argument("--tasks", default=",".join(task_names()))
     parser.add_argument("--quick", action="store_true")

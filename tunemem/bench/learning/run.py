@@ -28,7 +28,7 @@ from tunemem.agent_client.proposers import create_proposer
 from tunemem.agent_client.run import run_graph
 from tunemem.bench.common.arms import ARMS, SERVICE_SETTINGS, WIDEN_K, arm_proposer
 from tunemem.bench.common.memory_server import LiveService
-from tunemem.bench.common.paths import KERNELTUNER_CACHES
+from tunemem.bench.common.paths import KERNELTUNER_CACHES, RESULTS_OF
 from tunemem.bench.common.results import machine
 from tunemem.bench.learning.dirty import true_curve
 from tunemem.bench.learning.lifelong import lifelong_report, ranking_quality, run_random, run_stream
@@ -214,7 +214,7 @@ def run_learning_bench(
     sources: list[Path] | None = None,
     seeds: int = 5,
     budget: int = 20,
-    out: Path = Path("bench/results/learning.json"),
+    out: Path = RESULTS_OF["learning"] / "learning.json",
     k: int = 5,
     quick: bool = False,
     arms: list[str] | None = None,

@@ -33,6 +33,7 @@ from tunemem.bench.common.arms import (
     WIDEN_K,
     arm_proposer,
 )
+from tunemem.bench.common.paths import RESULTS_OF, SWEEPS
 from tunemem.bench.live.markdown import LIVE_HELD, render_markdown, save
 from tunemem.bench.live.memories import (
     MemoryPool,
@@ -331,9 +332,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--arms", default=",".join(LIVE_ARMS))
     p.add_argument("--settings", default=",".join(SETTINGS))
     p.add_argument("--shapes", type=int, default=0, help="held-out shapes per task (0: all)")
-    p.add_argument("--sweeps", type=Path, default=Path("bench/results/h200"))
-    p.add_argument("--trajectories", type=Path, default=Path("bench/results/h200"))
-    p.add_argument("--out", type=Path, default=Path("bench/results"))
+    p.add_argument("--sweeps", type=Path, default=SWEEPS)
+    p.add_argument("--trajectories", type=Path, default=SWEEPS)
+    p.add_argument("--out", type=Path, default=RESULTS_OF["live"])
     p.add_argument("--warmup-ms", type=float, default=5.0)
     p.add_argument("--rep-ms", type=float, default=30.0)
     p.add_argument("--budget-s", type=float, default=540.0, help="wall-clock budget")

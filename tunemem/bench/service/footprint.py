@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from tunemem.bench.common.paths import RESULTS_OF
 from tunemem.bench.common.results import memory_held, provenance, write_result
 from tunemem.bench.service.server import REPO_ROOT, ServerProcess
 
@@ -148,8 +149,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--embedding-cache", default=None, help="lesson embedding cache file")
     parser.add_argument("--concurrency", type=int, action="append", default=None)
     parser.add_argument("--duration", type=float, default=8.0, help="measured s per load")
-    parser.add_argument("--name", default="service-memory")
-    parser.add_argument("--out", default=str(REPO_ROOT / "bench" / "results"))
+    parser.add_argument("--name", default="memory")
+    parser.add_argument("--out", default=str(RESULTS_OF["service"]))
     args = parser.parse_args(argv)
     args.concurrency = args.concurrency or [1, 8, 32]
     result = run(args)

@@ -24,6 +24,7 @@ from typing import Annotated, Any
 
 import typer
 
+from tunemem.bench.common.paths import RESULTS_OF
 from tunemem.bench.service.server import REPO_ROOT, ServerProcess
 from tunemem.bench.service.synthetic_store import SYNTHETIC_NOTE, build_store
 
@@ -332,7 +333,7 @@ def bench_service(
     embedding_cache: Annotated[
         Path | None, typer.Option(help="lesson-embedding cache kept across bench runs")
     ] = None,
-    out: Annotated[Path, typer.Option(help="results folder")] = Path("bench/results"),
+    out: Annotated[Path, typer.Option(help="results folder")] = RESULTS_OF["service"],
     name: Annotated[str, typer.Option(help="results file stem")] = "service",
     seed: Annotated[int, typer.Option()] = 0,
 ) -> None:

@@ -34,6 +34,7 @@ import triton.language as tl
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction, KernelInterface
 
+from tunemem.bench.common.paths import RESULTS_OF
 from tunemem.bench.common.results import memory_held, provenance, started_on, write_result
 
 
@@ -269,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         default=[0.0, 1.0],
         help="each configuration's benchmark, a sleep (0: instant, Triton's bookkeeping only)",
     )
-    parser.add_argument("--out", type=Path, default=Path("bench/results/capture"))
+    parser.add_argument("--out", type=Path, default=RESULTS_OF["capture"])
     args = parser.parse_args(argv)
     started_on()  # the code version is the one this run starts on
     result: dict[str, Any] = {

@@ -1,15 +1,14 @@
 """Whether an int8 MiniLM (ONNX Runtime dynamic quantisation) retrieves what fp32 does.
 
-`python -m tunemem.bench.studies.embedder_int8 --data ../shared/data --out bench/results`: ingest
-the data
-into a throwaway store (hashing embedder: only the distilled lesson texts are wanted), embed
-every lesson text and one realistic query per distinct (task, chip, backend, stage) of its
-trajectories (the text a tuner's retrieve embeds, `retrieval.query.query_text`) with the fp32
-model and with its int8 copy, and report the cosine between the two models' vectors, the
-overlap of each query's ten nearest lessons, and each model's time per query on one thread
-(side by side in one run). The int8 copy is made here, in a temporary folder; the product
-ships fp32 only unless this holds (issue 21: mean top-10 overlap >= 0.95).
-"""
+`python -m tunemem.bench.studies.embedder_int8 --data ../shared/data --out
+bench/results/studies`: ingest the data into a throwaway store (hashing embedder: only the
+distilled lesson texts are wanted), embed every lesson text and one realistic query per distinct
+(task, chip, backend, stage) of its trajectories (the text a tuner's retrieve embeds,
+`retrieval.query.query_text`) with the fp32 model and with its int8 copy, and report the cosine
+between the two models' vectors, the overlap of each query's ten nearest lessons, and each
+model's time per query on one thread (side by side in one run). The int8 copy is made here, in a
+temporary folder; the product ships fp32 only unless this holds (issue 21: mean top-10 overlap
+>= 0.95)."""
 
 from __future__ import annotations
 
@@ -23,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from tunemem.bench.common.paths import RESULTS_OF
 from tunemem.bench.common.results import memory_held, provenance, write_result
 from tunemem.ingest.readers import iter_paths, read_any
 from tunemem.memory_service.core.embedding.minilm_onnx import MiniLMOnnxEmbedder
@@ -186,7 +186,7 @@ def _markdown(r: dict[str, Any]) -> str:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--out", type=Path, default=Path("bench/results"))
+    parser.add_argument("--out", type=Path, default=RESULTS_OF["studies"])
     parser.add_argument("--queries", type=int, default=400)
     args = parser.parse_args()
     run(args.data, args.out, args.queries)

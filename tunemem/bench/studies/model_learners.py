@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import spearmanr
 
-from tunemem.bench.common.paths import KERNELTUNER_CACHES
+from tunemem.bench.common.paths import KERNELTUNER_CACHES, RESULTS_OF
 from tunemem.bench.common.results import machine, memory_held
 from tunemem.bench.learning.tasks import discover_tasks
 
@@ -112,7 +112,7 @@ def run(folders: list[Path]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--caches", type=Path, action="append")
-    parser.add_argument("--out", type=Path, default=Path("bench/results/model-learners.json"))
+    parser.add_argument("--out", type=Path, default=RESULTS_OF["studies"] / "model-learners.json")
     args = parser.parse_args()
     folders = args.caches or [DEFAULT / "convolution", DEFAULT / "dedispersion"]
     report = run(folders)

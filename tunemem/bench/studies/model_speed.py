@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tunemem.bench.common.paths import KERNELTUNER_CACHES
+from tunemem.bench.common.paths import KERNELTUNER_CACHES, RESULTS_OF
 from tunemem.bench.common.results import machine, memory_held, memory_held_line
 from tunemem.bench.learning.tasks import discover_tasks
 
@@ -143,7 +143,7 @@ def main() -> None:
     parser.add_argument("--caches", type=Path, default=DEFAULT / "gemm_clblast")
     parser.add_argument("--target", default=None, help="target chip id (default: the first)")
     parser.add_argument("--repeats", type=int, default=30)
-    parser.add_argument("--out", type=Path, default=Path("bench/results/model-speed.json"))
+    parser.add_argument("--out", type=Path, default=RESULTS_OF["studies"] / "model-speed.json")
     args = parser.parse_args()
     report = run(args.caches, args.target, args.repeats)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tunemem import wire
 from tunemem.agent_client.tuners.helion.ranking import RankedSeed, Timing, rank_seeds
 from tunemem.agent_client.tuners.memory_link import (
     RETRY_AFTER_S,
@@ -43,10 +44,7 @@ class _Link(MemoryLink):
 
     def get(self, path: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """GET `path` and return the answer's JSON object, all within `timeout_s`."""
-        deadline = time.monotonic() + self.timeout_s
-        return self._bounded(  # type: ignore[no-any-return]
-            lambda: self._exchange(path, None, {}, deadline, dict(params))
-        )
+        return self.send(wire.Request("GET", path, params=dict(params)))
 
 
 def kernel_name(kernel: Any) -> str:
