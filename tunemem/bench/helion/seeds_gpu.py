@@ -148,24 +148,16 @@ def main() -> int:  # noqa: C901  (one linear run: kernels, shapes, arms)
             seeds = ranking.rank_seeds(
                 memory["quick+mem"], kernel=kname, shape=key, device=device_name, k=a.k_seeds
             )
-            mf_seeds = ranking.rank_seeds(
-                memory["mem-first"], kernel=kname, shape=key, device=device_name, k=a.k_seeds
-            )
-            mf_cands = ranking.rank_seeds(
+            plan = memory_first.plan_memory_first(
                 memory["mem-first"],
-                kernel=kname,
+                kernel_name=kname,
                 shape=key,
                 device=device_name,
                 k=a.k_candidates,
-            )
-            verdict = trust_mod.judge(
-                memory["mem-first"],
-                kernel=kname,
-                shape=key,
-                device=device_name,
-                candidates=len(mf_cands),
+                seed_k=a.k_seeds,
                 policy=policy,
             )
+            verdict, mf_seeds = plan.trust, plan.seeds
             rec["seeds"] = [
                 {"config": s.config, "score": round(s.score, 4), "reason": s.reason} for s in seeds
             ]

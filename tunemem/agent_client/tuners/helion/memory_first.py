@@ -29,6 +29,8 @@ from tunemem.agent_client.tuners.helion.trust import Trust, TrustPolicy, judge
 
 __all__ = [
     "CandidateTiming",
+    "MemoryFirstPlan",
+    "plan_memory_first",
     "HelionDriver",
     "HelionLibrary",
     "MemoryFirstOutcome",
@@ -46,6 +48,44 @@ class CandidateTiming:
     config: dict[str, Any]
     time_ms: float | None
     status: str
+
+
+@dataclass(frozen=True)
+class MemoryFirstPlan:
+    """What the mode will do, decided before Helion runs: the verdict, the candidates it would
+    time, and the seeds its search would take."""
+
+    trust: Trust
+    candidates: list[RankedSeed]
+    seeds: list[RankedSeed]
+
+
+def plan_memory_first(
+    timings: Iterable[Timing],
+    *,
+    kernel_name: str,
+    shape: Sequence[int],
+    device: str,
+    k: int = DEFAULT_CANDIDATES,
+    seed_k: int = DEFAULT_SEEDS,
+    policy: TrustPolicy | None = None,
+) -> MemoryFirstPlan:
+    """Rank the candidates (`k`) and the seeds (`seed_k`, as `HelionMemory.seed_configs`
+    ranks them) of `kernel_name` at `shape` on `device`, and judge the candidates (pure)."""
+    if k < 1 or seed_k < 0:
+        raise ValueError(f"k must be at least 1 and seed_k at least 0, not {k} and {seed_k}")
+    remembered = [t for t in timings if t.kernel == kernel_name]
+    candidates = rank_seeds(remembered, kernel=kernel_name, shape=shape, device=device, k=k)
+    seeds = rank_seeds(remembered, kernel=kernel_name, shape=shape, device=device, k=seed_k)
+    verdict = judge(
+        remembered,
+        kernel=kernel_name,
+        shape=shape,
+        device=device,
+        candidates=len(candidates),
+        policy=policy,
+    )
+    return MemoryFirstPlan(verdict, candidates, seeds)
 
 
 @dataclass
@@ -170,20 +210,18 @@ def memory_first_autotune(
         policy: when the candidates are trusted (`trust.TrustPolicy`).
         driver: how Helion is called; default `HelionLibrary()`.
     """
-    if k < 1 or seed_k < 0:
-        raise ValueError(f"k must be at least 1 and seed_k at least 0, not {k} and {seed_k}")
     started = time.perf_counter()
-    driver = driver or HelionLibrary()
-    remembered = [t for t in timings if t.kernel == kernel_name]
-    candidates = rank_seeds(remembered, kernel=kernel_name, shape=shape, device=device, k=k)
-    trust = judge(
-        remembered,
-        kernel=kernel_name,
+    plan = plan_memory_first(
+        timings,
+        kernel_name=kernel_name,
         shape=shape,
         device=device,
-        candidates=len(candidates),
+        k=k,
+        seed_k=seed_k,
         policy=policy,
     )
+    trust, candidates = plan.trust, plan.candidates
+    driver = driver or HelionLibrary()
     bound = driver.bind(kernel, args)
     timed: list[CandidateTiming] = []
     fell_back = None
@@ -207,11 +245,7 @@ def memory_first_autotune(
                 bound,
             )
         fell_back = fell_back or "no candidate compiled and ran"
-    seeds = [
-        dict(s.config)
-        for s in rank_seeds(remembered, kernel=kernel_name, shape=shape, device=device, k=seed_k)
-    ]
-    chosen = driver.search(bound, args, seeds)
+    chosen = driver.search(bound, args, [dict(s.config) for s in plan.seeds])
     return MemoryFirstOutcome(
         "search",
         chosen,
