@@ -158,7 +158,7 @@ def markdown(runs: Sequence[dict[str, Any]], command: str, sha: str) -> str:
             if s.get("not_replayable"):
                 speed, wall = s["not_replayable"], ""
             elif s["trusted"]:
-                speed = _fmt(s.get("speed"))
+                speed = _fmt(s.get("speed")) or "no candidate is in the shape's returned logs"
                 wall = _fmt(s.get("wall_ratio_modelled")) + " (modelled)"
             elif s.get("seeded_arm"):
                 speed = f"{_fmt(s.get('speed'))} ({s['seeded_arm']}, measured)"

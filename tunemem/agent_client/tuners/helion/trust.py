@@ -102,36 +102,26 @@ def judge(
     times = per_scope[nearest]
     best = min(times.values())
     near = sum(1 for ms in times.values() if best / ms >= policy.near_best)
-    facts = {
-        "nearest_shape": nearest[0],
-        "nearest_device": nearest[1],
-        "distance": round(distance(nearest), 4),
-        "near_best": near,
-        "timed_there": len(times),
-        "candidates": candidates,
-    }
+    away = round(distance(nearest), 4)
+
+    def verdict(trusted: bool, reason: str) -> Trust:
+        return Trust(trusted, reason, nearest[0], nearest[1], away, near, len(times), candidates)
+
     where = f"{list(nearest[0])} on {nearest[1]}"
     if candidates < policy.min_candidates:
-        return Trust(
-            False, f"{candidates} candidates (fewer than {policy.min_candidates})", **facts
-        )
-    if facts["distance"] > policy.max_distance:
-        return Trust(
+        return verdict(False, f"{candidates} candidates (fewer than {policy.min_candidates})")
+    if away > policy.max_distance:
+        return verdict(
             False,
-            f"the nearest remembered shape, {where}, is {facts['distance']:.2f} away "
+            f"the nearest remembered shape, {where}, is {away:.2f} away "
             f"(more than {policy.max_distance:g})",
-            **facts,
         )
     if near < policy.min_near_best:
-        return Trust(
+        return verdict(
             False,
             f"at {where} only {near} of {len(times)} configurations reached "
             f"{policy.near_best:g} of the best (a lone optimum, fewer than {policy.min_near_best})",
-            **facts,
         )
-    return Trust(
-        True,
-        f"{near} of {len(times)} configurations near the best at {where}, "
-        f"{facts['distance']:.2f} away",
-        **facts,
+    return verdict(
+        True, f"{near} of {len(times)} configurations near the best at {where}, {away:.2f} away"
     )
