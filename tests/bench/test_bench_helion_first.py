@@ -198,9 +198,10 @@ def test_the_bench_runs_every_arm_and_the_report_reads_it(
 
 
 def test_modelled_wall_is_first_timing_plus_k_paces() -> None:
-    rows = [{"status": "ok", "timestamp_s": t} for t in ("15", "17", "19")]
-    rows.append({"status": "started", "timestamp_s": "1"})
+    rows = [{"status": "ok", "timestamp_s": t, "compile_time_s": "0.5"} for t in ("15", "17", "19")]
+    rows.append({"status": "started", "timestamp_s": "1", "compile_time_s": "9"})
     assert replay_first.modelled_wall_s(rows, 8) == 15 + 8 * 2.0
+    assert replay_first.modelled_wall_s(rows, 8, serial_compile=True) == 15 + 8 * 2.5
     assert replay_first.modelled_wall_s(rows[:1], 8) is None
 
 
@@ -212,7 +213,7 @@ def test_the_replay_of_the_h100_logs() -> None:
     assert [s["trusted"] for s in rms] == [True, True]
     assert [s["candidates_found"] for s in rms] == [4, 3]
     assert [round(s["speed"], 3) for s in rms] == [0.989, 0.995]
-    assert all(s["wall_ratio_modelled"] < 0.5 for s in rms)
+    assert all(s["wall_ratio_modelled"] < s["wall_ratio_modelled_serial"] < 0.5 for s in rms)
     (matmul,) = runs["h100-run3-matmul"]["shapes"]
     assert not matmul["trusted"] and "only 1 of 63 configurations" in matmul["reason"]
     assert matmul["seeded_arm"] is None
