@@ -164,8 +164,16 @@ def test_candidates_that_all_fail_or_raise_fall_back_to_the_search() -> None:
     assert len(driver.searched) == 1
     driver = FakeDriver({}, raises=RuntimeError("Triton said no"))
     outcome = run(FLAT, driver, k=3)
-    assert outcome.fell_back == "timing the candidates failed (RuntimeError: Triton said no)"
+    assert outcome.fell_back == "the candidates failed (RuntimeError: Triton said no)"
     assert outcome.mode == "search" and driver.used == []
+    # Setting the winner can fail too (Helion compiles it again): the search decides.
+    driver = FakeDriver({1: 0.5, 2: 0.6})
+    driver.use = lambda bound, config: (_ for _ in ()).throw(ValueError("bad config"))  # type: ignore[method-assign]
+    outcome = run(FLAT, driver, k=2)
+    assert (outcome.mode, outcome.fell_back) == (
+        "search",
+        "the candidates failed (ValueError: bad config)",
+    )
 
 
 def test_the_plan_is_the_modes_decision_without_helion() -> None:

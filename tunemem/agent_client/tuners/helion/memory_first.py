@@ -228,23 +228,17 @@ def memory_first_autotune(
     if trust.trusted:
         try:
             timed = driver.time_configs(bound, args, [dict(c.config) for c in candidates])
+            ran = [t for t in timed if t.time_ms is not None and t.time_ms > 0]
+            if ran:
+                best = min(ran, key=lambda t: t.time_ms or math.inf)
+                driver.use(bound, best.config)
+                wall = time.perf_counter() - started
+                return MemoryFirstOutcome(
+                    "memory", best.config, trust, candidates, timed, None, wall, bound
+                )
+            fell_back = "no candidate compiled and ran"
         except Exception as exc:  # the candidates are untrusted input: Helion's search decides
-            fell_back = f"timing the candidates failed ({type(exc).__name__}: {exc})"[:300]
-        ran = [t for t in timed if t.time_ms is not None and t.time_ms > 0]
-        if ran:
-            best = min(ran, key=lambda t: t.time_ms or math.inf)
-            driver.use(bound, best.config)
-            return MemoryFirstOutcome(
-                "memory",
-                best.config,
-                trust,
-                candidates,
-                timed,
-                None,
-                time.perf_counter() - started,
-                bound,
-            )
-        fell_back = fell_back or "no candidate compiled and ran"
+            fell_back = f"the candidates failed ({type(exc).__name__}: {exc})"[:300]
     chosen = driver.search(bound, args, [dict(s.config) for s in plan.seeds])
     return MemoryFirstOutcome(
         "search",
