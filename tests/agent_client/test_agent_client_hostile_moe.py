@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 
 from tests.agent_client.hostile_memory import HostileMemory
-from tunemem.agent_client.tuners.moe import MoeShape, tune_moe
-from tunemem.agent_client.tuners.moe_memory import (
+from tunemem.agent_client.tuners.moe.memory import (
     MAX_PAGES,
     MemoryUnavailableWarning,
     entries_of,
 )
+from tunemem.agent_client.tuners.moe.tune import MoeShape, tune_moe
 from tunemem.ingest.readers.vllm_moe import read as read_vllm
 from tunemem.ingest.records import TrajectoryRecord
 from tunemem.kernels.moe_space import config_problem

@@ -110,7 +110,7 @@ class LandscapeKey:
 
 
 def _tuning(url: str, top_k: int, seed: int, policy: Any) -> Any:
-    from tunemem.agent_client.tuners.triton_autotune import MemoryTuning
+    from tunemem.agent_client.tuners.triton.autotune import MemoryTuning
 
     return MemoryTuning(
         url,
@@ -184,7 +184,7 @@ def _git_sha() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tunemem.agent_client.tuners.triton_rounds import RoundPolicy
+    from tunemem.agent_client.tuners.triton.rounds import RoundPolicy
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--landscape", type=Path, default=LANDSCAPE)

@@ -2,7 +2,7 @@
 
 `choose(tuning, ...)` is `MemoryTuning.choose`: the budget check, the opening question to the
 memory (nothing remembered or no answer: every configuration, as Triton would), then the
-search in rounds (`triton_rounds.RoundSearch`) with Triton's benchmarking, and the decision
+search in rounds (`rounds.RoundSearch`) with Triton's benchmarking, and the decision
 (`tuning.last_decision`) and pending report (`tuning._pending`) it leaves behind.
 """
 
@@ -13,16 +13,16 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
-from tunemem.agent_client.tuners.triton_records import (
+from tunemem.agent_client.tuners.triton.records import (
     Pending,
     config_params,
     params_key,
     scalar,
     timing_ms,
 )
-from tunemem.agent_client.tuners.triton_rounds import Pick, RoundPolicy, RoundSearch
+from tunemem.agent_client.tuners.triton.rounds import Pick, RoundPolicy, RoundSearch
 
-# `tuning` below is the calling `triton_autotune.MemoryTuning` (not imported: it imports this).
+# `tuning` below is the calling `autotune.MemoryTuning` (not imported: it imports this).
 MemoryTuning: TypeAlias = Any
 
 # Suggestion sources that rest on what the memory holds (the rest is the service's search).

@@ -6,7 +6,7 @@ an existing `@triton.autotune` kernel the same behaviour. For a key not tuned ye
 configurations (after the user's own `early_config_prune`) go to `POST /v1/suggest` as the
 space's valid list; Triton times the memory's best plus a small exploration share; then every
 timing (`configs_timings`) goes back, in a background thread bounded in time, as outcomes
-against the suggestion and as a trajectory (`triton_records`). The memory unreachable, erring,
+against the suggestion and as a trajectory (`records`). The memory unreachable, erring,
 slow, malformed or empty: one warning line, then Triton's own behaviour; every request goes
 through `memory_link` (one deadline for the whole request, no retry, a cap on the answer), and
 only suggestions that are one of the given configurations are timed. docs/triton.md is the
@@ -23,7 +23,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tunemem.agent_client.client import MemoryClient
-from tunemem.agent_client.tuners import triton_choice
 from tunemem.agent_client.tuners.memory_link import (
     BUSY_HOLD_S,
     RETRY_AFTER_S,
@@ -32,7 +31,8 @@ from tunemem.agent_client.tuners.memory_link import (
     Reporter,
     brief,
 )
-from tunemem.agent_client.tuners.triton_records import (
+from tunemem.agent_client.tuners.triton import choice
+from tunemem.agent_client.tuners.triton.records import (
     Pending,
     config_params,
     device_context,
@@ -46,7 +46,7 @@ from tunemem.agent_client.tuners.triton_records import (
     timing_spread_ms,
     trajectory,
 )
-from tunemem.agent_client.tuners.triton_rounds import RoundPolicy
+from tunemem.agent_client.tuners.triton.rounds import RoundPolicy
 
 
 class MemoryUnavailableWarning(UserWarning):
@@ -74,7 +74,7 @@ class MemoryTuning:
         context: overrides of the device context (chip, backend, model, scenario, toolchain).
         seed: the exploration's seed (mixed with the key).
         client: a ready `MemoryClient` (tests, or a shared one); default: one of its own.
-        policy: how the rounds spend `top_k` (`triton_rounds.RoundPolicy`; its explore share
+        policy: how the rounds spend `top_k` (`rounds.RoundPolicy`; its explore share
             is `explore`).
     """
 
@@ -226,11 +226,11 @@ class MemoryTuning:
     ) -> list[Any]:
         """The configurations to time for a new key, searched in rounds when `bench` (Triton's
         benchmarking of a list of configurations) is given: the memory's best, then what the
-        key's own timings suggest (`triton_choice`, `triton_rounds`). Without `bench`, the
+        key's own timings suggest (`choice`, `rounds`). Without `bench`, the
         opening round alone. Every configuration when they fit the budget anyway, or when the
         memory cannot help (with one warning line).
         """
-        return triton_choice.choose(self, configs, named, keys, bench)
+        return choice.choose(self, configs, named, keys, bench)
 
     def _suggest(
         self,
