@@ -161,7 +161,7 @@ def cold_order(
     try:
         for position, key in enumerate(keys):
             timed = tuning.choose(list(key.given), dict(key.dims), ["M"], key.bench)
-            tuning.report(tuning._pending, key.bench(timed))
+            tuning.report(tuning.pending, key.bench(timed))
             if not tuning.flush(120.0) or tuning.reports[-1]["error"]:
                 error = tuning.reports[-1]["error"]
                 raise RuntimeError(f"{key.shape}: the report did not reach the memory ({error})")

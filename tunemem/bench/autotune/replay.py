@@ -179,7 +179,7 @@ def cold_task(
             for position, shape in enumerate(shapes):
                 key = RecordedKey(task, shape, sweeps[shape])
                 timed = tuning.choose(list(key.given), dict(key.dims), list(key.dims), key.bench)
-                pending = tuning._pending
+                pending = tuning.pending
                 tuning.report(pending, key.bench(timed))
                 if not tuning.flush(120.0) or tuning.reports[-1]["error"]:
                     error = tuning.reports[-1]["error"]

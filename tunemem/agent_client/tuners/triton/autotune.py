@@ -119,7 +119,8 @@ class MemoryTuning:
         self.client: Any = MemoryLink(memory_url, api_key, timeout_s=timeout_s, client=client)
         self.reports: list[dict[str, Any]] = []  # what went back to the memory, per key
         self.last_decision: dict[str, Any] | None = None
-        self._pending: Pending | None = None
+        # The key being tuned: what goes back to the memory once Triton has timed it.
+        self.pending: Pending | None = None
         # The call being tuned (Triton's args and kwargs) and what the rounds timed in it.
         self._call: tuple[tuple[Any, ...], dict[str, Any]] | None = None
         self._measured: dict[Any, tuple[Any, Any]] = {}
@@ -174,12 +175,12 @@ class MemoryTuning:
         def run(*args: Any, **kwargs: Any) -> Any:
             before = set(autotuner.cache)
             timings_before = getattr(autotuner, "configs_timings", None)
-            self._pending, self._call, self._measured = None, (args, kwargs), {}
+            self.pending, self._call, self._measured = None, (args, kwargs), {}
             try:
                 result = original_run(*args, **kwargs)
             finally:
                 self._call = None
-            pending, self._pending = self._pending, None
+            pending, self.pending = self.pending, None
             timings = getattr(autotuner, "configs_timings", None)
             if timings is timings_before and self._measured:
                 timings = dict(self._measured.values())  # one config left: Triton timed none
@@ -232,13 +233,20 @@ class MemoryTuning:
         """
         return choice.choose(self, configs, named, keys, bench)
 
-    def _suggest(
+    def record(self, pending: Pending, decision: dict[str, Any]) -> None:
+        """Keep the key's pending report (`pending`) and the decision (`last_decision`)."""
+        self.pending = pending
+        self.last_decision = decision
+
+    def suggest(
         self,
         task: dict[str, Any],
         valid: list[dict[str, Any]],
         k: int,
         observations: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any] | None:
+        """The memory's suggest answer for the task over `valid` (None: no answer, the memory
+        left alone after a failure or a 429)."""
         if time.monotonic() < self._down_until:
             return None
         params: dict[str, list[Any]] = {}
@@ -263,11 +271,11 @@ class MemoryTuning:
             self._down_until = time.monotonic() + (exc.retry_after_s or BUSY_HOLD_S)
             if not self._busy_said:
                 self._busy_said = True
-                self._warn(f"memory at {self.memory_url} busy (429); asked again later")
+                self.warn(f"memory at {self.memory_url} busy (429); asked again later")
             return None
         except Exception as exc:  # whatever the memory does, the user's tuning goes on
             self._down_until = time.monotonic() + RETRY_AFTER_S
-            self._warn(f"memory at {self.memory_url} unavailable ({brief(exc)})")
+            self.warn(f"memory at {self.memory_url} unavailable ({brief(exc)})")
             return None
 
     def context(self) -> dict[str, Any]:
@@ -275,7 +283,8 @@ class MemoryTuning:
             self._context = {**device_context(), **self.context_overrides}
         return self._context
 
-    def _warn(self, message: str) -> None:
+    def warn(self, message: str) -> None:
+        """The drop-in's one warning line (`MemoryUnavailableWarning`)."""
         warnings.warn(f"tunemem: {message}; Triton autotunes as usual", MemoryUnavailableWarning, 3)
 
     # -- reporting ---------------------------------------------------------------------------
@@ -314,7 +323,7 @@ class MemoryTuning:
 
     def _report_failed(self, message: str) -> None:
         self._down_until = time.monotonic() + RETRY_AFTER_S
-        self._warn(f"{message} at {self.memory_url}")
+        self.warn(f"{message} at {self.memory_url}")
 
     def flush(self, timeout_s: float | None = None) -> bool:
         """Wait for the reports in flight (at most `timeout_s` in all); True when none is left."""
