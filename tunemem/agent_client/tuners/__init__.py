@@ -8,7 +8,8 @@
 - `moe/`: `tunemem tune moe`, vLLM's fused-MoE file tuned in rounds with the memory;
 - `helion/`: the memory's seeds and a remote cache for Helion's autotuner.
 
-Shared by them: `memory_link` (the bounded way to the memory, and the background reporter) and
+Shared by them: `memory_link` (the bounded way to the memory, and the background reporter),
+`memory_policy` (what a failure costs: one warning, then the memory left alone) and
 `memory_answers` (a suggest answer read as untrusted data). Like the rest of `agent_client`,
 these reach the memory over HTTP only.
 """

@@ -37,17 +37,13 @@ from tunemem.agent_client.tuners.memory_link import (
     MemoryLinkError,
     brief,
 )
+from tunemem.agent_client.tuners.memory_policy import MemoryUnavailableWarning
 from tunemem.ingest.chip_context import chip_context
 from tunemem.ingest.readers.helion_autotune import flatten_config, unflatten_config
 
 # Exemplars listed per request: a page of the listing (the service's limit is 500).
 MAX_LESSONS = 500
 DEFAULT_SEEDS = 8
-
-
-class MemoryUnavailableWarning(UserWarning):
-    """The memory could not help (unreachable, an error, a malformed answer): Helion's own
-    autotuning goes on unchanged."""
 
 
 class _Link(MemoryLink):

@@ -16,21 +16,14 @@ user's page.
 from __future__ import annotations
 
 import atexit
-import time
 import warnings
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from tunemem.agent_client.client import MemoryClient
-from tunemem.agent_client.tuners.memory_link import (
-    BUSY_HOLD_S,
-    RETRY_AFTER_S,
-    MemoryBusyError,
-    MemoryLink,
-    Reporter,
-    brief,
-)
+from tunemem.agent_client.tuners.memory_link import MemoryLink, brief
+from tunemem.agent_client.tuners.memory_policy import MemoryGuard, MemoryUnavailableWarning
 from tunemem.agent_client.tuners.triton import choice
 from tunemem.agent_client.tuners.triton.records import (
     Pending,
@@ -48,10 +41,7 @@ from tunemem.agent_client.tuners.triton.records import (
 )
 from tunemem.agent_client.tuners.triton.rounds import RoundPolicy
 
-
-class MemoryUnavailableWarning(UserWarning):
-    """The memory could not help (unreachable, an error, nothing remembered): Triton's own
-    autotuning goes on."""
+__all__ = ["MemoryTuning", "MemoryUnavailableWarning", "autotune", "hook", "interpreter_bench"]
 
 
 class MemoryTuning:
@@ -116,7 +106,7 @@ class MemoryTuning:
         self.seed = seed
         # "measured" by Triton on this device; "replayed" where the timings are a recording's.
         self.origin = origin
-        self.client: Any = MemoryLink(memory_url, api_key, timeout_s=timeout_s, client=client)
+        self.client = MemoryLink(memory_url, api_key, timeout_s=timeout_s, client=client)
         self.reports: list[dict[str, Any]] = []  # what went back to the memory, per key
         self.last_decision: dict[str, Any] | None = None
         # The key being tuned: what goes back to the memory once Triton has timed it.
@@ -124,9 +114,10 @@ class MemoryTuning:
         # The call being tuned (Triton's args and kwargs) and what the rounds timed in it.
         self._call: tuple[tuple[Any, ...], dict[str, Any]] | None = None
         self._measured: dict[Any, tuple[Any, Any]] = {}
-        self._down_until = 0.0
-        self._busy_said = False
-        self.reporter = Reporter(self._report_failed)
+        # The tuners' one policy: one warning, then the memory left alone (its Retry-After
+        # when busy); reports on its background thread.
+        self.guard = MemoryGuard(self.client, self._unavailable, note=self._unavailable)
+        self.reporter = self.guard.reporter
         self._context: dict[str, Any] | None = None
         # How the memory names the operator and the kernel; attach() fills in the function's.
         self._names = (op or kernel or "kernel", kernel or op or "kernel")
@@ -247,7 +238,7 @@ class MemoryTuning:
     ) -> dict[str, Any] | None:
         """The memory's suggest answer for the task over `valid` (None: no answer, the memory
         left alone after a failure or a 429)."""
-        if time.monotonic() < self._down_until:
+        if not self.guard.available:
             return None
         params: dict[str, list[Any]] = {}
         for config in valid:
@@ -265,18 +256,10 @@ class MemoryTuning:
         }
         if self.options:
             body["options"] = self.options
-        try:
-            return self.client.suggest(**body)
-        except MemoryBusyError as exc:  # up but busy: this key is Triton's, a later one asks
-            self._down_until = time.monotonic() + (exc.retry_after_s or BUSY_HOLD_S)
-            if not self._busy_said:
-                self._busy_said = True
-                self.warn(f"memory at {self.memory_url} busy (429); asked again later")
-            return None
-        except Exception as exc:  # whatever the memory does, the user's tuning goes on
-            self._down_until = time.monotonic() + RETRY_AFTER_S
-            self.warn(f"memory at {self.memory_url} unavailable ({brief(exc)})")
-            return None
+        answer: dict[str, Any] | None = self.guard.ask(
+            "suggest", lambda link: link.suggest(**body)
+        )  # a busy memory: this key is Triton's, a later one asks
+        return answer
 
     def context(self) -> dict[str, Any]:
         if self._context is None:
@@ -304,30 +287,29 @@ class MemoryTuning:
             "error": None,
         }
         self.reports.append(report)
-        if time.monotonic() < self._down_until or not self.reporter.submit(
-            lambda: self._send(report)
-        ):
+        if not self.guard.submit(lambda link: _send(link, report)):
             report["error"] = "memory unavailable"
 
-    def _send(self, report: dict[str, Any]) -> None:
-        try:
-            for item in report["outcomes"]:
-                retrieval_id = item.get("retrieval_id") or report["retrieval_id"]
-                if retrieval_id is not None:
-                    self.client.report(retrieval_id, item["outcome"], used=item["used"])
-            self.client.upload_trajectories([report["trajectory"]])
-            report["sent"] = True
-        except Exception as exc:  # the reporter warns once; it never reaches the user's loop
-            report["error"] = brief(exc)
-            raise
-
-    def _report_failed(self, message: str) -> None:
-        self._down_until = time.monotonic() + RETRY_AFTER_S
-        self.warn(f"{message} at {self.memory_url}")
+    def _unavailable(self, message: str) -> None:
+        self.warn(f"memory at {self.memory_url} {message}")
 
     def flush(self, timeout_s: float | None = None) -> bool:
         """Wait for the reports in flight (at most `timeout_s` in all); True when none is left."""
-        return self.reporter.flush(self.timeout_s * 4 if timeout_s is None else timeout_s)
+        return self.guard.flush(self.timeout_s * 4 if timeout_s is None else timeout_s)
+
+
+def _send(link: MemoryLink, report: dict[str, Any]) -> None:
+    """One key's report: its outcomes, then its trajectory (on the guard's thread)."""
+    try:
+        for item in report["outcomes"]:
+            retrieval_id = item.get("retrieval_id") or report["retrieval_id"]
+            if retrieval_id is not None:
+                link.report(retrieval_id, item["outcome"], used=item["used"])
+        link.upload_trajectories([report["trajectory"]])
+        report["sent"] = True
+    except Exception as exc:  # the guard warns once; it never reaches the user's loop
+        report["error"] = brief(exc)
+        raise
 
 
 _LIVE: weakref.WeakSet[MemoryTuning] = weakref.WeakSet()
