@@ -117,7 +117,6 @@ class MemoryTuning:
         # The tuners' one policy: one warning, then the memory left alone (its Retry-After
         # when busy); reports on its background thread.
         self.guard = MemoryGuard(self.client, self._unavailable, note=self._unavailable)
-        self.reporter = self.guard.reporter
         self._context: dict[str, Any] | None = None
         # How the memory names the operator and the kernel; attach() fills in the function's.
         self._names = (op or kernel or "kernel", kernel or op or "kernel")
@@ -256,9 +255,8 @@ class MemoryTuning:
         }
         if self.options:
             body["options"] = self.options
-        answer: dict[str, Any] | None = self.guard.ask(
-            "suggest", lambda link: link.suggest(**body)
-        )  # a busy memory: this key is Triton's, a later one asks
+        # None when busy too: this key is Triton's own, a later one asks after the Retry-After.
+        answer: dict[str, Any] | None = self.guard.ask("suggest", lambda m: m.suggest(**body))
         return answer
 
     def context(self) -> dict[str, Any]:
