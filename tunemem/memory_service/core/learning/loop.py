@@ -37,6 +37,7 @@ from tunemem.memory_service.core.schemas.outcomes import ReportRequest, ReportRe
 from tunemem.memory_service.core.schemas.values import Estimator
 from tunemem.memory_service.core.settings import Settings
 from tunemem.memory_service.core.sql.store import Store
+from tunemem.memory_service.core.sql.stored_types import damage_warning, damaged_reads
 from tunemem.memory_service.core.sql.tables import Lesson, Outcome, utcnow
 from tunemem.memory_service.core.values.estimates import estimator_of, value_estimates
 from tunemem.memory_service.core.values.generalised_inputs import Evidence
@@ -109,8 +110,16 @@ class LearningLoop:
         )
 
     def retrieve(self, request: RetrieveRequest, *, tenant: str | None = None) -> RetrieveResponse:
-        """Recall by similarity, gate by applicability, re-rank by similarity and value."""
-        tenant = tenant or self.settings.tenant
+        """Recall by similarity, gate by applicability, re-rank by similarity and value; a
+        stored value of the tenant's that could not be read as stored is named in a warning."""
+        with damaged_reads() as damaged:
+            response = self._retrieve(request, tenant or self.settings.tenant)
+        warning = damage_warning(damaged)
+        if warning is not None:
+            response.warnings.append(warning)
+        return response
+
+    def _retrieve(self, request: RetrieveRequest, tenant: str) -> RetrieveResponse:
         chip, backend, chain = self.resolve_context(request.context)
         ranking = self.settings.ranking(
             k=request.k,

@@ -3,6 +3,9 @@ but a store written before it checked them may hold.
 
 What it looks for, per tenant:
 
+- lessons whose hint is no object (a list, text, no JSON at all): the fix clears it by id;
+- lessons whose applicability is no object of the API's conditions: the fix rebuilds it from
+  the lesson's filter columns (op, chips, backends), which retrieval filters by;
 - lessons whose hint has a part the suggester cannot read (`ingest.validate.hint_problem`: a
   list or an object where a parameter value goes, a statistic that is not a number). The fix
   keeps the hint's usable parts and drops the others, through the lessons part's own edit (so
@@ -26,14 +29,17 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from pydantic import ValidationError
 from sqlalchemy import Text, delete, type_coerce, update
 from sqlmodel import Session, col, select
 
 from tunemem.ingest.validate import hint_problem, latency_problem, scalar_problem
+from tunemem.memory_service.core.lessons.rows import normalise_applicability
+from tunemem.memory_service.core.schemas.lessons import Applicability
 from tunemem.memory_service.core.sql.store import Store
 from tunemem.memory_service.core.sql.tables import Attempt, Lesson, Outcome, Trajectory
 
@@ -169,22 +175,21 @@ class Doctor:
         report = DoctorReport(fixed=fix)
         hints: list[tuple[str, dict[str, Any] | None]] = []
         with self.store.write_lock, self.store.session() as session:
-            for lesson_id, hint_raw in session.exec(
-                select(Lesson.id, raw(Lesson.hint)).where(Lesson.tenant == tenant)
-            ):
-                try:
-                    hint = parsed(hint_raw)
-                except Unreadable as exc:  # the edit would read it: cleared by id here
-                    report.lessons.append(f"lesson {lesson_id}: hint {exc}")
-                    if fix:
-                        session.exec(
-                            update(Lesson).where(col(Lesson.id) == lesson_id).values(hint=None)
-                        )  # type: ignore[call-overload]
-                    continue
-                problem = hint_problem(hint) if hint is not None else None
-                if problem:
-                    report.lessons.append(f"lesson {lesson_id}: {problem}")
-                    hints.append((lesson_id, usable_hint(hint) if isinstance(hint, dict) else None))
+            rows: Sequence[Any] = session.exec(
+                select(  # type: ignore[call-overload]
+                    Lesson.id,
+                    raw(Lesson.hint).label("hint"),
+                    raw(Lesson.applicability).label("applicability"),
+                    Lesson.op,
+                    Lesson.chips,
+                    Lesson.backends,
+                ).where(Lesson.tenant == tenant)
+            ).all()
+            for row in rows:
+                self._applicability(session, row, report, fix)
+                found = self._hint(session, row, report, fix)
+                if found is not None:
+                    hints.append(found)
             self._attempts(session, tenant, report, fix)
             self._outcomes(session, tenant, report, fix)
             if fix:
@@ -193,6 +198,49 @@ class Doctor:
             for lesson_id, cleaned in hints:
                 self.edit_hint(lesson_id, cleaned, tenant)
         return report
+
+    @staticmethod
+    def _hint(
+        session: Session, row: Any, report: DoctorReport, fix: bool
+    ) -> tuple[str, dict[str, Any] | None] | None:
+        """A hint that is no object is cleared by id (the lesson edit would read it as
+        empty); one with unusable parts is returned with the parts the edit is to keep."""
+        try:
+            hint = parsed(row.hint)
+            if hint is not None and not isinstance(hint, dict):
+                raise Unreadable("is no object")
+        except Unreadable as exc:
+            report.lessons.append(f"lesson {row.id}: hint {exc}")
+            if fix:
+                session.exec(update(Lesson).where(col(Lesson.id) == row.id).values(hint=None))  # type: ignore[call-overload]
+            return None
+        problem = hint_problem(hint) if hint is not None else None
+        if not problem:
+            return None
+        report.lessons.append(f"lesson {row.id}: {problem}")
+        return row.id, usable_hint(cast(dict[str, Any], hint))
+
+    @staticmethod
+    def _applicability(session: Session, row: Any, report: DoctorReport, fix: bool) -> None:
+        """An applicability that is no object of the API's conditions is rebuilt from the
+        lesson's filter columns (its op, chips and backends, which retrieval filters by)."""
+        try:
+            Applicability.model_validate(parsed(row.applicability))
+            return
+        except (Unreadable, ValidationError):
+            pass
+        report.lessons.append(f"lesson {row.id}: applicability is no object of conditions")
+        if fix:
+            rebuilt = Applicability(
+                op=row.op or None,
+                chips=[c for c in row.chips.split(",") if c],
+                backends=[b for b in row.backends.split(",") if b],
+            )
+            session.exec(
+                update(Lesson)
+                .where(col(Lesson.id) == row.id)
+                .values(applicability=normalise_applicability(rebuilt))
+            )  # type: ignore[call-overload]
 
     @staticmethod
     def _attempts(session: Session, tenant: str, report: DoctorReport, fix: bool) -> None:
