@@ -1,7 +1,9 @@
 """Every read of a tenant whose store was damaged by hand (issue 39, case 7, the reads before
 `tunemem doctor --fix`): a lesson hint that is a JSON list, text or no JSON at all, an
-applicability that is a list, attempt parameters that are a list or no JSON, a text latency,
-an outcome's reward or latency as text. Each read answers (200, or a 4xx with a JSON `code`),
+applicability that is a list, has chips as text or a field the API does not have, attempt
+parameters that are a list or no JSON, a text latency, an outcome's reward, latency or timings
+as text, and columns doctor has no repair of its own for (a run's task, a retrieval's results,
+an outcome's configuration, a lesson's provenance). Each read answers (200, or a 4xx with a JSON `code`),
 never 500; a value it could not read as stored is read as empty, and retrieve and suggest say
 so in their `warnings`, naming `tunemem doctor`, which lists the damage and repairs it, after
 which the same reads answer with no such warning.
@@ -30,14 +32,31 @@ DAMAGE = {
     "hint text": "UPDATE lesson SET hint = '\"fast\"'",
     "hint no JSON": "UPDATE lesson SET hint = '{not json'",
     "applicability a list": "UPDATE lesson SET applicability = '[1]'",
+    "applicability chips text": "UPDATE lesson SET applicability = "
+    "json_set(applicability, '$.chips', 'a100')",
+    "applicability unknown field": "UPDATE lesson SET applicability = "
+    "json_set(applicability, '$.zzz', 7)",
     "params a list": "UPDATE attempt SET params = '[1, 2]' WHERE \"index\" = 0",
     "params no JSON": "UPDATE attempt SET params = 'BLOCK=64' WHERE \"index\" = 0",
     "latency text": "UPDATE attempt SET latency_ms = 'fast' WHERE \"index\" = 1",
     "outcome reward text": "UPDATE outcome SET reward = 'x'",
     "outcome latency text": "UPDATE outcome SET latency_ms = 'fast'",
+    "outcome timings text": "UPDATE outcome SET timings_ms = '[\"fast\"]'",
+    "outcome config a list": "UPDATE outcome SET config = '[1]'",
+    "run task a list": "UPDATE trajectory SET task = '[1]'",
+    "run baseline text": "UPDATE trajectory SET baseline_latency_ms = 'fast'",
+    "retrieval results no JSON": "UPDATE retrieval SET results = '{not json'",
+    "lesson provenance a list": "UPDATE lesson SET provenance = '[1]'",
 }
 # The damage retrieve and suggest read (the lessons' own columns).
-READ_BY_RETRIEVE = {"hint a list", "hint text", "hint no JSON", "applicability a list"}
+READ_BY_RETRIEVE = {
+    "hint a list",
+    "hint text",
+    "hint no JSON",
+    "applicability a list",
+    "applicability chips text",
+    "applicability unknown field",
+}
 
 
 def _run() -> dict[str, Any]:

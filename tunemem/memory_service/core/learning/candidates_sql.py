@@ -7,10 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 from sqlalchemy import String, cast, insert
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
+from tunemem.memory_service.core.schemas.lessons import Applicability
 from tunemem.memory_service.core.sql.store import Store
 from tunemem.memory_service.core.sql.stored_types import note_damaged
 from tunemem.memory_service.core.sql.tables import Lesson, Retrieval
@@ -24,16 +26,15 @@ _PARSED_MAX = 4096
 
 def _applicability(text: str | None) -> Any:
     """The parsed applicability JSON (read-only: shared between retrievals); None where the
-    stored text is no JSON object (a hand edit: noted as a damaged read)."""
+    stored text is no object of the API's conditions (a hand edit: noted as a damaged read)."""
     if not text:
         return {}
     parsed = _PARSED.get(text)
     if parsed is None:
         try:
             parsed = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            parsed = None
-        if not isinstance(parsed, dict):
+            Applicability.model_validate(parsed)
+        except (orjson.JSONDecodeError, ValidationError):
             note_damaged("lesson applicability", text)
             return None
         if len(_PARSED) >= _PARSED_MAX:

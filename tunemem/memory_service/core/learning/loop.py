@@ -21,6 +21,7 @@ from tunemem.memory_service.core.learning.context_notes import context_warnings
 from tunemem.memory_service.core.learning.outcome_write import answer, record_outcome, task_key
 from tunemem.memory_service.core.learning.transfer_text import limit_fields, transfer_fields
 from tunemem.memory_service.core.lessons.part import get_row, value_rows
+from tunemem.memory_service.core.lessons.rows import stored_applicability
 from tunemem.memory_service.core.lessons.source_runs import source_runs
 from tunemem.memory_service.core.schemas.learning import (
     Breakdown,
@@ -32,7 +33,7 @@ from tunemem.memory_service.core.schemas.learning import (
     RetrieveResponse,
     TaskIn,
 )
-from tunemem.memory_service.core.schemas.lessons import Applicability, SourceRunPublic
+from tunemem.memory_service.core.schemas.lessons import SourceRunPublic
 from tunemem.memory_service.core.schemas.outcomes import ReportRequest, ReportResponse
 from tunemem.memory_service.core.schemas.values import Estimator
 from tunemem.memory_service.core.settings import Settings
@@ -205,7 +206,7 @@ class LearningLoop:
             text=row.text,
             hint=row.hint,
             code=row.code,
-            applicability=Applicability(**row.applicability),
+            applicability=stored_applicability(row),
             score=ranked.score,
             **limit_fields(row, target_backend, target_chip),
             breakdown=Breakdown.of(ranked, estimator).model_copy(

@@ -15,14 +15,17 @@ What it looks for, per tenant:
 - attempts whose latency lies outside 1e-9..1e9 ms (0, 1e-300) or is no number: the fix clears
   the latency and records the attempt as failing, with a reason;
 - outcomes (the log values are computed from, which an export carries) whose credited lessons
-  or scope chain are no list of strings, whose latencies are no usable latency, whose reward is
-  no number in -1..1, or whose stored answer is no object: the fix empties the lists, clears the
-  latencies, clamps the reward (0 when it is no number) and empties the answer; the tenant's
-  values are then rebuilt from the repaired log (by the service).
+  or scope chain are no list of strings, whose latencies (timings included) are no usable
+  latency, whose reward is no number in -1..1, or whose stored answer is no object: the fix
+  empties the lists, clears the latencies, clamps the reward (0 when it is no number) and
+  empties the answer; the tenant's values are then rebuilt from the repaired log (by the
+  service).
 
-Every column it checks is read as the database holds it, not through the tables' JSON and
-number types, so a value that is not JSON (a hand edit) is named with its row instead of
-failing the whole read; the repairs are SQL updates by id, which read nothing back.
+Every other JSON or number column of those rows that a read sees as empty (`sql.stored_types`)
+is named and, with fix, emptied in the store too (`doctor_columns`). Every column it checks is
+read as the database holds it, not through the tables' JSON and number types, so a value that
+is not JSON (a hand edit) is named with its row instead of failing the whole read; the repairs
+are SQL updates by id, which read nothing back.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ from sqlalchemy import Text, delete, type_coerce, update
 from sqlmodel import Session, col, select
 
 from tunemem.ingest.validate import hint_problem, latency_problem, scalar_problem
-from tunemem.memory_service.core.lessons.rows import normalise_applicability
+from tunemem.memory_service.core.lessons.rows import filter_applicability, normalise_applicability
+from tunemem.memory_service.core.maintenance.doctor_columns import unreadable_columns
 from tunemem.memory_service.core.schemas.lessons import Applicability
 from tunemem.memory_service.core.sql.store import Store
 from tunemem.memory_service.core.sql.tables import Attempt, Lesson, Outcome, Trajectory
@@ -149,6 +153,17 @@ def _outcome_repairs(row: Any) -> tuple[list[str], dict[str, Any]]:
                 f"{name} is not {'an object' if name == 'response' else 'a list of ids'}"
             )
             repair[name] = empty
+    try:
+        timings = parsed(row.timings_ms)
+    except Unreadable as exc:
+        timings, problems = None, [*problems, f"timings_ms: {exc}"]
+        repair["timings_ms"] = None
+    if timings is not None and (
+        not isinstance(timings, list)
+        or any(t is None or latency_problem("timings_ms", t) for t in timings)
+    ):
+        problems.append("timings_ms is not a list of latencies")
+        repair["timings_ms"] = None
     for name in ("latency_ms", "best_before_ms"):
         problem = latency_problem(name, _number(getattr(row, name)))
         if problem:
@@ -192,6 +207,8 @@ class Doctor:
                     hints.append(found)
             self._attempts(session, tenant, report, fix)
             self._outcomes(session, tenant, report, fix)
+            for listed, lines in unreadable_columns(session, tenant, fix).items():
+                getattr(report, listed).extend(lines)
             if fix:
                 session.commit()
         if fix:
@@ -231,11 +248,7 @@ class Doctor:
             pass
         report.lessons.append(f"lesson {row.id}: applicability is no object of conditions")
         if fix:
-            rebuilt = Applicability(
-                op=row.op or None,
-                chips=[c for c in row.chips.split(",") if c],
-                backends=[b for b in row.backends.split(",") if b],
-            )
+            rebuilt = filter_applicability(row.op, row.chips, row.backends)
             session.exec(
                 update(Lesson)
                 .where(col(Lesson.id) == row.id)
@@ -296,6 +309,7 @@ class Doctor:
                 raw(Outcome.response).label("response"),
                 raw(Outcome.latency_ms).label("latency_ms"),
                 raw(Outcome.best_before_ms).label("best_before_ms"),
+                raw(Outcome.timings_ms).label("timings_ms"),
                 raw(Outcome.reward).label("reward"),
             )
             .where(Outcome.tenant == tenant)

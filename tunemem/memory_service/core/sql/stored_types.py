@@ -81,21 +81,45 @@ def note_damaged(column: str, value: Any) -> None:
     )
 
 
+def _is_item(value: Any, items: str) -> bool:
+    if items == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, str)
+
+
 class StoredJSON(TypeDecorator[Any]):
-    """JSON whose value must be a `shape` (dict or list); anything else, unparsable text
-    included, reads as `empty` (see the module)."""
+    """JSON whose value must be a `shape` (dict or list; a list of `items`, "text" or
+    "number", where given); anything else, unparsable text included, reads as empty (None
+    where `nullable`; see the module)."""
 
     impl = JSON
     cache_ok = True
 
-    def __init__(self, column: str, shape: type = dict, nullable: bool = False) -> None:
+    def __init__(
+        self, column: str, shape: type = dict, nullable: bool = False, items: str | None = None
+    ) -> None:
         super().__init__()
         self.column = column
         self.shape = shape
         self.nullable = nullable
+        self.items = items
 
     def _empty(self) -> Any:
         return None if self.nullable else self.shape()
+
+    @property
+    def empty(self) -> Any:
+        """What a value this column cannot read is read as (and what doctor writes)."""
+        return self._empty()
+
+    def accepts(self, value: Any) -> bool:
+        """Whether a parsed stored value is read as it is (None is, where nullable)."""
+        if value is None:
+            return self.nullable
+        if not isinstance(value, self.shape):
+            return False
+        listed: Any = value
+        return not self.items or all(_is_item(item, self.items) for item in listed)
 
     # The JSON type's own result processor raises on text that is no JSON before
     # `process_result_value` would see it, so this type wraps that processor itself.
@@ -112,9 +136,7 @@ class StoredJSON(TypeDecorator[Any]):
                 except (ValueError, TypeError):
                     note_damaged(self.column, stored)
                     return self._empty()
-            if value is None and self.nullable:
-                return None
-            if not isinstance(value, self.shape):
+            if not self.accepts(value):
                 note_damaged(self.column, stored)
                 return self._empty()
             return value
@@ -134,14 +156,22 @@ class StoredFloat(TypeDecorator[Any]):
         self.column = column
         self.empty = empty
 
-    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
-        if value is None or (isinstance(value, float | int) and not isinstance(value, bool)):
-            return value
+    @staticmethod
+    def number(value: Any) -> float | None:
+        """The stored value as a number, or None when it is none (text, say)."""
+        if isinstance(value, float | int) and not isinstance(value, bool):
+            return float(value)
         try:
             number = float(value)
         except (TypeError, ValueError):
-            number = math.nan
-        if math.isfinite(number):
+            return None
+        return number if math.isfinite(number) else None
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        if value is None or (isinstance(value, float | int) and not isinstance(value, bool)):
+            return value
+        number = self.number(value)
+        if number is not None:
             return number
         note_damaged(self.column, value)
         return self.empty

@@ -115,7 +115,7 @@ class Retrieval(SQLModel, table=True):
     context: dict[str, Any] = Field(default_factory=dict, sa_type=StoredJSON("retrieval context"))
     stage: str = Field(max_length=16)
     scope_chain: list[str] = Field(
-        default_factory=list, sa_type=StoredJSON("retrieval scope_chain", list)
+        default_factory=list, sa_type=StoredJSON("retrieval scope_chain", list, items="text")
     )
     results: list[dict[str, Any]] = Field(
         default_factory=list, sa_type=StoredJSON("retrieval results", list)
@@ -132,11 +132,13 @@ class Outcome(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     tenant: str = Field(default="default", index=True, max_length=64)
     retrieval_id: str = Field(index=True, max_length=36)
-    lessons: list[str] = Field(default_factory=list, sa_type=StoredJSON("outcome lessons", list))
+    lessons: list[str] = Field(
+        default_factory=list, sa_type=StoredJSON("outcome lessons", list, items="text")
+    )
     stage: str = Field(max_length=16)
     task_key: str = Field(max_length=64)
     scope_chain: list[str] = Field(
-        default_factory=list, sa_type=StoredJSON("outcome scope_chain", list)
+        default_factory=list, sa_type=StoredJSON("outcome scope_chain", list, items="text")
     )
     compiled: bool
     correct: bool | None = None
@@ -154,7 +156,7 @@ class Outcome(SQLModel, table=True):
     credit: dict[str, Any] = Field(default_factory=dict, sa_type=StoredJSON("outcome credit"))
     # Repeated timings of the attempt (or the spread of those behind latency_ms, and how many).
     timings_ms: list[float] | None = Field(
-        default=None, sa_type=StoredJSON("outcome timings_ms", list, nullable=True)
+        default=None, sa_type=StoredJSON("outcome timings_ms", list, nullable=True, items="number")
     )
     latency_spread_ms: float | None = Field(
         default=None, sa_type=StoredFloat("outcome latency_spread_ms")
