@@ -3,10 +3,10 @@
 applicability that is a list, has chips as text or a field the API does not have, attempt
 parameters that are a list or no JSON, a text latency, an outcome's reward, latency or timings
 as text, and columns doctor has no repair of its own for (a run's task, a retrieval's results,
-an outcome's configuration, a lesson's provenance). Each read answers (200, or a 4xx with a JSON `code`),
-never 500; a value it could not read as stored is read as empty, and retrieve and suggest say
-so in their `warnings`, naming `tunemem doctor`, which lists the damage and repairs it, after
-which the same reads answer with no such warning.
+an outcome's configuration, a lesson's provenance). Each read answers (200, or a 4xx with a
+JSON `code`), never 500; a value it could not read as stored is read as empty, and retrieve and
+suggest say so in their `warnings`, naming `tunemem doctor`, which lists the damage and repairs
+it, after which the same reads answer with no such warning.
 
 The runs, lessons and the damage are synthetic, written by the test.
 """
