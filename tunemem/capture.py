@@ -24,7 +24,7 @@ def triton(memory_url: str, **options: Any) -> Any:
     """Send every Triton autotune of this process to the memory at `memory_url`, in the
     background; returns the installed `TritonCapture` (`summary()` says what it sent).
     Keyword arguments: api_key, timeout_s, context, max_pending."""
-    from tunemem.agent_client.tuners.triton_capture import capture_triton
+    from tunemem.agent_client.tuners.triton.capture import capture_triton
 
     return capture_triton(memory_url, **options)
 
@@ -34,7 +34,7 @@ def prune_configs_by(memory_url: str, *, top_k: int | float = 5, **options: Any)
     configurations the memory ranks best for a new key (all of them when the memory cannot
     help). Keyword arguments: key, kernel, early_config_prune (yours, run first) and the
     drop-in's (api_key, timeout_s, options, context, seed)."""
-    from tunemem.agent_client.tuners.triton_prune import prune_configs_by as build
+    from tunemem.agent_client.tuners.triton.prune import prune_configs_by as build
 
     return build(memory_url, top_k=top_k, **options)
 

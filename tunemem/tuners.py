@@ -15,11 +15,11 @@ from typing import Any
 
 _WHERE = {
     "MemoryStrategy": "tunemem.agent_client.tuners.kernel_tuner",
-    "autotune": "tunemem.agent_client.tuners.triton_autotune",
-    "MemoryUnavailableWarning": "tunemem.agent_client.tuners.triton_autotune",
-    "tune_moe": "tunemem.agent_client.tuners.moe",
-    "MoeShape": "tunemem.agent_client.tuners.moe",
-    "hook": "tunemem.agent_client.tuners.triton_autotune",
+    "autotune": "tunemem.agent_client.tuners.triton.autotune",
+    "MemoryUnavailableWarning": "tunemem.agent_client.tuners.triton.autotune",
+    "tune_moe": "tunemem.agent_client.tuners.moe.tune",
+    "MoeShape": "tunemem.agent_client.tuners.moe.tune",
+    "hook": "tunemem.agent_client.tuners.triton.autotune",
 }
 
 __all__ = sorted(_WHERE)

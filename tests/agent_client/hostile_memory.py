@@ -15,7 +15,8 @@ for the lesson listing, whose honest answer is `lessons`, one page):
 - `repeat`: the same configuration every round (tried after the first);
 - `wrong_types`: a missing parameter, a string for a number, true for 1;
 - `huge`: a chunked answer that never ends (64 KiB chunks until the client hangs up);
-- `busy`: 429 with `Retry-After: 1` (the memory is up, its slots for the tenant taken);
+- `busy`: 429 with `Retry-After: retry_after` (1 s unless set; the memory is up, its slots for
+  the tenant taken);
 - `endless` (lessons only): full pages of junk lessons at every offset, for ever.
 
 Everything here is SYNTHETIC: no service runs, nothing is remembered.
@@ -73,6 +74,7 @@ class HostileMemory:
         self.lessons: list[dict[str, Any]] = []
         self.malformed = "text"
         self.trickle_s = 0.5
+        self.retry_after = "1"
         self.requests: dict[str, int] = {}
         self.bytes_sent = 0
         self._stop = threading.Event()
@@ -138,7 +140,7 @@ class HostileMemory:
         if mode == "busy":
             handler.send_response(429)
             handler.send_header("content-type", "application/json")
-            handler.send_header("retry-after", "1")
+            handler.send_header("retry-after", self.retry_after)
             body = b'{"code": "busy", "detail": "too many requests"}'
             handler.send_header("content-length", str(len(body)))
             handler.end_headers()

@@ -41,7 +41,11 @@ def test_every_gpu_block_is_marked_and_the_cpu_block_runs(tmp_path: Path, capsys
         namespace = runpy.run_path(str(script), run_name="docs_example")
         assert len(namespace["seeds"]) == 4
         printed = capsys.readouterr().out.splitlines()
-        assert len(printed) == 4 and "best at [4096, 4096, 4096] on h100" in printed[0]
+        assert len(printed) == 5 and "best at [4096, 4096, 4096] on h100" in printed[0]
+        # Memory first's plan: the memory holds three exemplars of 4096x4096, all near its best.
+        assert printed[4] == (
+            "True 3 of 3 configurations near the best at [4096, 4096, 4096] on h100, 3.00 away"
+        )
     finally:
         os.chdir(cwd)
         live.close()

@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 
 from tests.agent_client.hostile_memory import HostileMemory
-from tunemem.agent_client.tuners.moe import MoeShape, tune_moe
-from tunemem.agent_client.tuners.moe_memory import (
+from tunemem.agent_client.tuners.moe.memory import (
     MAX_PAGES,
     MemoryUnavailableWarning,
     entries_of,
 )
+from tunemem.agent_client.tuners.moe.tune import MoeShape, tune_moe
 from tunemem.ingest.readers.vllm_moe import read as read_vllm
 from tunemem.ingest.records import TrajectoryRecord
 from tunemem.kernels.moe_space import config_problem
@@ -155,10 +155,14 @@ def test_a_failing_shipped_listing_leaves_the_documented_sample(hostile, tmp_pat
         assert set(first) <= {"vllm-default", "sample"} and "sample" in first
 
 
-def test_a_busy_memory_is_asked_again_not_dropped(hostile, tmp_path):
-    hostile.mode = "busy"
+def test_a_busy_memory_is_asked_again_after_its_retry_after(hostile, tmp_path, monkeypatch):
+    """Busy is not away: the memory is left alone for its Retry-After (0.1 s here), then asked
+    again (test_agent_client_moe_policy: a minute's Retry-After is one question)."""
+    hostile.mode, hostile.retry_after = "busy", "0.1"
+    slow = Recording.__call__
+    monkeypatch.setattr(Recording, "__call__", lambda *a: (time.sleep(0.05), slow(*a))[1])
     result, said, _, _ = _tune(hostile, tmp_path)
-    assert said == []  # busy is not away
+    assert said == []
     assert hostile.requests.get("/v1/suggest", 0) > 1
     assert any("busy" in w for w in result.warnings)
 

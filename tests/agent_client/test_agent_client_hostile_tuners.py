@@ -122,7 +122,7 @@ def _triton_kernel(url: str):
     import triton
     import triton.language as tl
 
-    from tunemem.agent_client.tuners.triton_autotune import hook, interpreter_bench
+    from tunemem.agent_client.tuners.triton.autotune import hook, interpreter_bench
 
     configs = [triton.Config({"BLOCK": b}, num_warps=w) for b in (16, 32, 64) for w in (1, 2)]
 
@@ -158,7 +158,7 @@ triton_only = pytest.mark.skipif(
     + [("outside", "text"), ("wrong_types", "text")],
 )
 def test_triton_times_every_configuration_after_one_warning(hostile, mode, malformed):
-    from tunemem.agent_client.tuners.triton_autotune import MemoryUnavailableWarning
+    from tunemem.agent_client.tuners.triton.autotune import MemoryUnavailableWarning
 
     hostile.mode, hostile.malformed = mode, malformed
     kernel = _triton_kernel(hostile.url)
@@ -177,7 +177,7 @@ def test_triton_times_every_configuration_after_one_warning(hostile, mode, malfo
 
 @triton_only
 def test_triton_reports_in_the_background_of_a_hung_memory(hostile):
-    from tunemem.agent_client.tuners.triton_autotune import MemoryUnavailableWarning
+    from tunemem.agent_client.tuners.triton.autotune import MemoryUnavailableWarning
 
     hostile.report_mode = "hang"
     kernel = _triton_kernel(hostile.url)

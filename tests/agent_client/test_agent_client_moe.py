@@ -16,8 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from tunemem.agent_client.client import MemoryClient
-from tunemem.agent_client.tuners.moe import MoeShape, MoeTuning, tune_moe
-from tunemem.agent_client.tuners.moe_memory import MemoryUnavailableWarning
+from tunemem.agent_client.tuners.moe.memory import MemoryUnavailableWarning
+from tunemem.agent_client.tuners.moe.tune import MoeShape, MoeTuning, tune_moe
 from tunemem.ingest.readers import read_any
 from tunemem.ingest.readers.vllm_moe import read as read_vllm
 from tunemem.ingest.records import TrajectoryRecord

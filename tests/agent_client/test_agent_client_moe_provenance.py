@@ -10,8 +10,9 @@ import pytest
 from sqlmodel import select
 from typer.testing import CliRunner
 
-from tunemem.agent_client.tuners import moe, moe_rounds
-from tunemem.agent_client.tuners.moe import MoeShape, tune_moe
+from tunemem.agent_client.tuners.moe import rounds as moe_rounds
+from tunemem.agent_client.tuners.moe import tune as moe
+from tunemem.agent_client.tuners.moe.tune import MoeShape, tune_moe
 from tunemem.ingest.samples import SAMPLES_DIR
 from tunemem.memory_service.core.sql.tables import Outcome, Trajectory
 
@@ -52,7 +53,7 @@ def test_a_run_whose_every_configuration_fails_raises_and_sends_nothing(
     live,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    from tunemem.agent_client.tuners.moe import NothingTimedError
+    from tunemem.agent_client.tuners.moe.tune import NothingTimedError
 
     url, service = live([SAMPLES_DIR / "vllm_fused_moe"])
     before = service.counts()

@@ -16,8 +16,8 @@ import pytest
 import triton
 from typer.testing import CliRunner
 
-from tunemem.agent_client.tuners.moe import MoeShape
-from tunemem.agent_client.tuners.moe_search_space import search_space
+from tunemem.agent_client.tuners.moe.search_space import search_space
+from tunemem.agent_client.tuners.moe.tune import MoeShape
 from tunemem.cli.app import app
 from tunemem.ingest.readers import read_any
 from tunemem.ingest.samples import SAMPLES_DIR

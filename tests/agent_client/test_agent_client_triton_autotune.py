@@ -20,7 +20,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from tunemem.agent_client.tuners.triton_autotune import (  # noqa: E402
+from tunemem.agent_client.tuners.triton.autotune import (  # noqa: E402
     MemoryTuning,
     MemoryUnavailableWarning,
     autotune,

@@ -20,8 +20,8 @@ import triton.language as tl
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction, KernelInterface
 
-from tunemem.agent_client.tuners import triton_capture
-from tunemem.agent_client.tuners.triton_capture import (
+from tunemem.agent_client.tuners.triton import capture as triton_capture
+from tunemem.agent_client.tuners.triton.capture import (
     CaptureUnavailableWarning,
     TritonCapture,
     listener_support,

@@ -159,7 +159,7 @@ def test_a_forked_worker_captures_into_the_memory_too(memory):
     from triton.runtime.jit import JITFunction, KernelInterface
 
     from tunemem.agent_client.client import MemoryClient
-    from tunemem.agent_client.tuners.triton_capture import TritonCapture
+    from tunemem.agent_client.tuners.triton.capture import TritonCapture
 
     def scale(x_ptr, n, BLOCK: triton.language.constexpr):
         pass

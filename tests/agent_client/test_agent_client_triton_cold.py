@@ -21,7 +21,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from tunemem.agent_client.tuners.triton_autotune import MemoryUnavailableWarning, hook  # noqa: E402
+from tunemem.agent_client.tuners.triton.autotune import MemoryUnavailableWarning, hook  # noqa: E402
 from tunemem.bench.common.memory_server import LiveService  # noqa: E402
 
 pytestmark = pytest.mark.skipif(

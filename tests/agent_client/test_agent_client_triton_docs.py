@@ -94,7 +94,7 @@ def test_the_capture_section_runs_against_a_live_memory(tmp_path, capsys):
         finally:
             sys.path.remove(str(tmp_path))
             sys.modules.pop("my_script", None)
-            from tunemem.agent_client.tuners import triton_capture
+            from tunemem.agent_client.tuners.triton import capture as triton_capture
 
             for capture in list(triton_capture._INSTALLED):
                 capture.uninstall()

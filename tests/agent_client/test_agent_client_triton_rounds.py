@@ -1,4 +1,4 @@
-"""The drop-in's search in rounds (`triton_rounds.RoundSearch`) on SYNTHETIC landscapes.
+"""The drop-in's search in rounds (`triton.rounds.RoundSearch`) on SYNTHETIC landscapes.
 
 Configurations are integers 0..n-1 with invented latencies; `ask` plays a memory that answers
 from a fixed ranking and, once it has observations, with the untimed neighbours of the best so
@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from tunemem.agent_client.tuners.triton_rounds import Pick, RoundPolicy, RoundSearch
+from tunemem.agent_client.tuners.triton.rounds import Pick, RoundPolicy, RoundSearch
 
 
 def landscape(best: int, n: int = 40) -> dict[int, float]:

@@ -4,7 +4,7 @@ As `opentelemetry-instrument` wraps a program: the command runs in place of this
 process id, its own argv, its exit code), with the capture's `sitecustomize` folder first on
 PYTHONPATH and the memory's address in `TUNEMEM_CAPTURE_URL`, so every Python process it
 starts (a server's workers too) captures its Triton autotunes into the memory
-(`agent_client.tuners.triton_capture`). Nothing about the program changes otherwise.
+(`agent_client.tuners.triton.capture`). Nothing about the program changes otherwise.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import typer
 
 from tunemem.cli.common import err
 
-SITE = Path(__file__).resolve().parents[1] / "agent_client" / "tuners" / "capture_site"
+SITE = Path(__file__).resolve().parents[1] / "agent_client" / "tuners" / "triton" / "capture_site"
 
 
 def capture(

@@ -1,5 +1,5 @@
 """`tunemem moe search-space`: the memory's ranked fused-MoE candidates as SGLang's
-`--search-space-file` (`agent_client.tuners.moe_search_space`), for SGLang's own tuner."""
+`--search-space-file` (`agent_client.tuners.moe.search_space`), for SGLang's own tuner."""
 
 from __future__ import annotations
 
@@ -40,8 +40,8 @@ def search_space_cmd(
 ) -> None:
     """Write the memory's best configurations for this layer and GPU as a JSON list, for
     SGLang's `tuning_fused_moe_triton.py --tune --search-space-file OUT`."""
-    from tunemem.agent_client.tuners.moe_rounds import MoeShape
-    from tunemem.agent_client.tuners.moe_search_space import search_space
+    from tunemem.agent_client.tuners.moe.rounds import MoeShape
+    from tunemem.agent_client.tuners.moe.search_space import search_space
     from tunemem.kernels.moe_space import VLLM_BATCH_SIZES
 
     if dtype not in DTYPE_ALIASES:

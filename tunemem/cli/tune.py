@@ -95,7 +95,7 @@ def tune_moe_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="print the run as JSON")] = False,
 ) -> None:
     """Tune every batch size in rounds with the memory; write vLLM's file into --out."""
-    from tunemem.agent_client.tuners.moe import MoeShape, NothingTimedError, tune_moe
+    from tunemem.agent_client.tuners.moe.tune import MoeShape, NothingTimedError, tune_moe
 
     if dtype not in DTYPE_ALIASES:
         raise _fail(f"--dtype must be one of bfloat16, bf16, fp8_w8a8, fp8, not {dtype!r}")

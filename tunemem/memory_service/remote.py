@@ -42,8 +42,21 @@ from tunemem.memory_service.core.schemas.outcomes import ReportRequest, ReportRe
 from tunemem.memory_service.core.schemas.suggest import SuggestRequest, SuggestResponse
 
 # The JSON of one upload at most: below the server's default body limit (8 MiB). One
-# trajectory larger than this is sent alone (a server may allow more).
+# trajectory larger than this is sent alone and gzip-compressed (`http/inflate.py`).
 UPLOAD_BYTES = 6 * 1024 * 1024
+
+
+def _how_to_send(refused: ServiceError, size: int) -> str:
+    """What a user can do about a trajectory the server refused alone, compressed or not."""
+    if refused.status == 422:
+        return ""
+    what = f" ({size:,} bytes of JSON, sent gzip-compressed"
+    if refused.status in (400, 415):
+        what += "; this server takes no compressed upload (an older tunemem)"
+    return (
+        f"{what}: ingest it without --url on the server's host, or raise the server's "
+        "TUNEMEM_MAX_BODY_BYTES (bytes sent) and TUNEMEM_MAX_INFLATED_BODY_BYTES (inflated))"
+    )
 
 
 class RemoteService:
@@ -166,41 +179,53 @@ class RemoteService:
             self._send(batch, summary)
         return summary
 
-    def _send(self, batch: list[dict[str, Any]], summary: IngestSummary) -> None:
+    def _send(
+        self, batch: list[dict[str, Any]], summary: IngestSummary, compressed: bool = False
+    ) -> None:
         """Upload a batch; one the server refuses as too large (413) or invalid (422) is sent
-        again in halves, and a trajectory refused alone becomes a reject with the server's
-        reason. Any other failure (unreachable, no key) stops the ingest: the rest would fail
-        alike."""
+        again in halves. A trajectory too large alone (over `UPLOAD_BYTES`, or refused with
+        413) is sent gzip-compressed, so it is stored whole, as the embedded ingest stores it;
+        one refused even so becomes a reject saying how to get it in. Any other failure
+        (unreachable, no key) stops the ingest: the rest would fail alike."""
+        size = len(json.dumps(batch[0], separators=(",", ":"))) if len(batch) == 1 else 0
+        if size > UPLOAD_BYTES:
+            compressed = True
         try:
-            summary.merge(self._upload(batch))
+            summary.merge(self._upload(batch, compressed))
         except ServiceError as exc:
-            if exc.status not in (413, 422):
+            if exc.status not in ((400, 413, 415, 422) if compressed else (413, 422)):
                 raise
             if len(batch) > 1:
                 half = len(batch) // 2
                 self._send(batch[:half], summary)
                 self._send(batch[half:], summary)
                 return
+            if exc.status == 413 and not compressed:
+                self._send(batch, summary, compressed=True)
+                return
             summary.read += 1
             summary.rejected += 1
-            size = len(json.dumps(batch[0], separators=(",", ":")))
-            hint = (
-                f" ({size:,} bytes of JSON: ingest it without --url, or raise the server's "
-                "TUNEMEM_MAX_BODY_BYTES)"
-                if exc.status == 413
-                else ""
-            )
             summary.rejects.append(
                 {
                     "path": str(batch[0].get("source")),
                     "position": "file",
-                    "reason": f"the server refused the upload: {exc}{hint}",
+                    "reason": f"the server refused the upload: {exc}{_how_to_send(exc, size)}",
                 }
             )
 
-    def _upload(self, batch: list[dict[str, Any]]) -> IngestSummary:
+    def _upload(self, batch: list[dict[str, Any]], compressed: bool = False) -> IngestSummary:
         # Unchecked here: the server checks the batch and refuses it in the API's words.
-        return self.upload_trajectories(TrajectoriesIn.model_construct(trajectories=batch))
+        body = TrajectoriesIn.model_construct(trajectories=batch)
+        if not compressed:
+            return self.upload_trajectories(body)
+        data = json.dumps(
+            body.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        ).encode()
+        headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+        answer = self._call(
+            "POST", "/v1/trajectories", content=gzip.compress(data, 6), headers=headers
+        )
+        return IngestSummary(**answer)
 
     def upload_trajectories(self, body: TrajectoriesIn) -> IngestSummary:
         return IngestSummary(

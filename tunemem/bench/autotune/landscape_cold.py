@@ -116,7 +116,7 @@ class LandscapeKey:
 
 
 def _tuning(url: str, top_k: int, seed: int, policy: Any) -> Any:
-    from tunemem.agent_client.tuners.triton_autotune import MemoryTuning
+    from tunemem.agent_client.tuners.triton.autotune import MemoryTuning
 
     return MemoryTuning(
         url,
@@ -167,7 +167,7 @@ def cold_order(
     try:
         for position, key in enumerate(keys):
             timed = tuning.choose(list(key.given), dict(key.dims), ["M"], key.bench)
-            tuning.report(tuning._pending, key.bench(timed))
+            tuning.report(tuning.pending, key.bench(timed))
             if not tuning.flush(120.0) or tuning.reports[-1]["error"]:
                 error = tuning.reports[-1]["error"]
                 raise RuntimeError(f"{key.shape}: the report did not reach the memory ({error})")
@@ -179,7 +179,7 @@ def cold_order(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tunemem.agent_client.tuners.triton_rounds import RoundPolicy
+    from tunemem.agent_client.tuners.triton.rounds import RoundPolicy
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--landscape", type=Path, default=LANDSCAPE)

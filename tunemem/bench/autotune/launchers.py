@@ -125,7 +125,7 @@ def tune_shape(
     kernel = autotuned(task, names, **kwargs)
     tuning = None
     if arm == "memory":
-        from tunemem.agent_client.tuners.triton_autotune import hook
+        from tunemem.agent_client.tuners.triton.autotune import hook
 
         assert url is not None, "the memory arm needs a memory URL"
         kernel = hook(
@@ -206,7 +206,7 @@ def retime(
 def _cpu_do_bench(device: str) -> Any:
     if device != "cpu":
         return None
-    from tunemem.agent_client.tuners.triton_autotune import interpreter_bench
+    from tunemem.agent_client.tuners.triton.autotune import interpreter_bench
 
     return interpreter_bench
 
@@ -215,7 +215,7 @@ def _bench_fn(device: str) -> Any:
     """The interpreter's timer on the CPU (Triton has no benchmarker there), else None."""
     if device != "cpu":
         return None
-    from tunemem.agent_client.tuners.triton_autotune import interpreter_bench
+    from tunemem.agent_client.tuners.triton.autotune import interpreter_bench
 
     return lambda fn, quantiles=None: interpreter_bench(fn)[0]
 

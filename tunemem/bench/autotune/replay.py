@@ -78,7 +78,7 @@ class RecordedKey:
 
 
 def _tuning(url: str, task: Any, top_k: float, explore: float, **kwargs: Any) -> Any:
-    from tunemem.agent_client.tuners.triton_autotune import MemoryTuning
+    from tunemem.agent_client.tuners.triton.autotune import MemoryTuning
 
     dtype = task.default_dtype
     return MemoryTuning(
@@ -179,7 +179,7 @@ def cold_task(
             for position, shape in enumerate(shapes):
                 key = RecordedKey(task, shape, sweeps[shape])
                 timed = tuning.choose(list(key.given), dict(key.dims), list(key.dims), key.bench)
-                pending = tuning._pending
+                pending = tuning.pending
                 tuning.report(pending, key.bench(timed))
                 if not tuning.flush(120.0) or tuning.reports[-1]["error"]:
                     error = tuning.reports[-1]["error"]
@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     started_on()  # the code version is the one this run starts on
     settings = {"embedder": args.embedder}
-    from tunemem.agent_client.tuners.triton_rounds import RoundPolicy
+    from tunemem.agent_client.tuners.triton.rounds import RoundPolicy
 
     chosen = {"opening": args.opening, "step": args.step, "min_gain": args.min_gain}
     policy = RoundPolicy(**{k: v for k, v in chosen.items() if v is not None})

@@ -3,7 +3,7 @@
 For each of the project's Triton kernels (kernels/), each shape is held out in turn: a fresh
 memory (embedded store, in-memory index, hashing embedder, over HTTP) ingests the recorded
 sweeps of the task's other shapes, and the drop-in
-(`agent_client.tuners.triton_autotune`) tunes the held-out shape with it; the full
+(`agent_client.tuners.triton.autotune`) tunes the held-out shape with it; the full
 `triton.autotune` tunes the same shape over the task's whole configuration list (the tuning
 space, pruned by the task's validity check as a Triton user's `early_config_prune` would).
 Each arm runs in its own process with an empty Triton cache, tuning the task's shapes in

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tunemem.agent_client.tuners.helion.memory_first import plan_memory_first
 from tunemem.agent_client.tuners.helion.ranking import Timing, config_key, rank_seeds
 
 SPEED_BAR = 0.98
@@ -66,7 +67,7 @@ def timed(rows: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], float]]:
 
 
 def arm_base(kernel: str, index: int, arm: str) -> str:
-    return f"{kernel}_{index}_{arm.replace('+', '_').replace('/', '_')}"
+    return f"{kernel}_{index}_{arm.replace('+', '_').replace('/', '_').replace('-', '_')}"
 
 
 def analyse(run: Path) -> dict[str, Any]:
@@ -88,7 +89,11 @@ def analyse(run: Path) -> dict[str, Any]:
             "arm_order": rec.get("arm_order"),
             "arms": {},
         }
+        per_mode = "timings" not in rec["memory_before"]  # a memory per mode (memory first)
         for arm, data in rec["arms"].items():
+            if "same_call_as" in data:  # memory first fell back to the quick+mem call itself
+                row["arms"][arm] = {**row["arms"][data["same_call_as"]], **data}
+                continue
             entry: dict[str, Any] = {
                 key: data.get(key)
                 for key in ("autotune_wall_s", "configs_timed_ok", "n_seeds", "chosen_is_a_seed")
@@ -98,12 +103,18 @@ def analyse(run: Path) -> dict[str, Any]:
             if arm in times:
                 entry["median_ms"] = times[arm]["median_ms"]
                 entry["spread_pct"] = times[arm]["spread_pct"]
+            if "mode" in data:
+                entry["mode"] = data["mode"]
+            if per_mode and arm in rec["memory_before"]:
+                entry["memory_held"] = rec["memory_before"][arm]
             if arm != "quick" and arm in times and "quick" in times:
                 entry["speed"] = times["quick"]["median_ms"] / times[arm]["median_ms"]
                 entry["wall_ratio"] = data["autotune_wall_s"] / quick["autotune_wall_s"]
                 entry["bar_met"] = entry["speed"] >= SPEED_BAR and entry["wall_ratio"] <= WALL_BAR
             row["arms"][arm] = entry
-        if index > 0:
+        if index > 0 and per_mode:
+            row["replay"] = replay_decision(logs, rec, result)
+        elif index > 0:
             row["replay"] = replay(logs, rec, kernel, index, device, k_seeds, result)
         shapes.append(row)
     return {
@@ -114,6 +125,7 @@ def analyse(run: Path) -> dict[str, Any]:
         "env": result["env"],
         "skipped": result.get("skipped", []),
         "logs_returned": sorted(logs),
+        "memory_policy": result.get("memory_policy"),
         "shapes": shapes,
     }
 
@@ -165,6 +177,41 @@ def replay(
     return out
 
 
+def replay_decision(
+    logs: dict[str, list[dict[str, Any]]], rec: dict[str, Any], result: dict[str, Any]
+) -> dict[str, Any]:
+    """A run with memory first: rebuild that mode's memory from the logs (the first shape's
+    Helion search, then what the mode timed) and plan again: the run's verdict and candidates?"""
+    kernel, index, device = rec["kernel"], rec["shape_index"], result["device"]
+    memory: list[Timing] = []
+    for shape in result["shapes"]:
+        if shape["kernel"] != kernel or shape["shape_index"] >= index:
+            continue
+        mem_first = shape["arms"].get("mem-first", {})
+        arm = "quick" if shape["shape_index"] == 0 else mem_first.get("same_call_as", "mem-first")
+        base = arm_base(kernel, shape["shape_index"], arm)
+        if base not in logs:
+            return {"logs_missing": [base], "memory_timings": len(memory)}
+        key = tuple(shape["key_shape"])
+        memory += [Timing(kernel, key, device, cfg, ms) for cfg, ms in timed(logs[base])]
+    plan = plan_memory_first(
+        memory,
+        kernel_name=kernel,
+        shape=rec["key_shape"],
+        device=device,
+        k=int(result["args"]["k_candidates"]),
+        seed_k=int(result["args"]["k_seeds"]),
+    )
+    out: dict[str, Any] = {"memory_timings": len(memory), "logs_missing": []}
+    out["verdict_matches_run"] = plan.trust.trusted == rec["mem_first_decision"]["trusted"]
+    ran = rec["arms"].get("mem-first", {}).get("candidates")
+    if ran is not None:
+        out["candidates_match_run"] = [c.config for c in plan.candidates] == [
+            c["config"] for c in ran
+        ]
+    return out
+
+
 def markdown(runs: Sequence[dict[str, Any]], sha: str) -> str:
     lines = [
         "# Helion autotune with the memory's seeds, against Helion alone (H100, one run each)",
@@ -196,62 +243,88 @@ def markdown(runs: Sequence[dict[str, Any]], sha: str) -> str:
             "kernel ms (spread %) | speed | wall ratio | bar |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
+        if run.get("memory_policy") and "per mode" in run["memory_policy"]:
+            lines[-4:-4] = [f"What the memory held: {run['memory_policy']}.", ""]
         for shape in run["shapes"]:
-            held = shape["memory_before"]
             if not shape["arms"]:
                 lines.append(
-                    f"| {shape['kernel']} | {shape['shape']} | {held['timings']} / "
-                    f"{len(held['shapes'])} | none finished (the command's time limit) "
-                    "| | | | | | |"
+                    f"| {shape['kernel']} | {shape['shape']} | {_held(shape, {})} "
+                    "| none finished (the command's time limit) | | | | | | |"
                 )
             for arm, data in shape["arms"].items():
+                held = _held(shape, data)
                 if data.get("not_run"):
                     lines.append(
-                        f"| {shape['kernel']} | {shape['shape']} | {held['timings']} / "
-                        f"{len(held['shapes'])} | {arm} | not run ({data['not_run']}) "
-                        "| | | | | |"
+                        f"| {shape['kernel']} | {shape['shape']} | {held} | {arm} | "
+                        f"not run ({data['not_run']}) | | | | | |"
                     )
                     continue
                 ms = data.get("median_ms")
+                name = arm
+                if data.get("mode"):
+                    name += f" ({data['mode']}" + (
+                        f", the {data['same_call_as']} call)" if data.get("same_call_as") else ")"
+                    )
                 lines.append(
-                    f"| {shape['kernel']} | {shape['shape']} | {held['timings']} / "
-                    f"{len(held['shapes'])} | {arm} | {data['autotune_wall_s']:.1f} | "
+                    f"| {shape['kernel']} | {shape['shape']} | {held} | {name} | "
+                    f"{data['autotune_wall_s']:.1f} | "
                     f"{data['configs_timed_ok']} | "
                     + (f"{ms:.4f} ({data['spread_pct']:.1f})" if ms else "")
                     + f" | {_fmt(data.get('speed'))} | {_fmt(data.get('wall_ratio'))} | "
                     + {True: "met", False: "not met", None: ""}[data.get("bar_met")]
                     + " |"
                 )
-        lines += ["", "Replayed on the CPU from the logs:", ""]
-        for shape in run["shapes"]:
-            rep = shape.get("replay")
-            if rep is None:
-                continue
-            head = f"- {shape['kernel']} {shape['shape']}: "
-            if rep["logs_missing"]:
-                lines.append(
-                    head
-                    + "not replayable (logs not returned: "
-                    + ", ".join(rep["logs_missing"])
-                    + ")"
-                )
-                continue
-            text = (
-                f"the ranking re-picks the run's seeds from {rep['memory_timings']} "
-                f"timings: {'yes' if rep.get('seeds_match_run') else 'no'}"
-            )
-            if "seeds_alone_speed" in rep:
-                text += (
-                    f"; seeds alone (best of {rep['seeds_timed']} seeds as timed in the seeded "
-                    f"arm) reach {rep['seeds_alone_speed']:.3f} of Helion alone's best reading"
-                )
-            elif not rep.get("seeded_logs_returned"):
-                text += "; the seeded arms' logs of this shape were not returned (no seeds-alone)"
-            lines.append(head + text)
+        lines += ["", "Replayed on the CPU from the logs:", "", *_replay_lines(run)]
         if run["skipped"]:
             lines += ["", "Not run (the command's time ran out): " + "; ".join(run["skipped"])]
         lines.append("")
     return "\n".join(lines)
+
+
+def _replay_lines(run: dict[str, Any]) -> list[str]:
+    """The run's CPU replay, one line per shape after a kernel's first."""
+    lines: list[str] = []
+    for shape in run["shapes"]:
+        rep = shape.get("replay")
+        if rep is None:
+            continue
+        head = f"- {shape['kernel']} {shape['shape']}: "
+        if rep["logs_missing"]:
+            lines.append(
+                head + "not replayable (logs not returned: " + ", ".join(rep["logs_missing"]) + ")"
+            )
+            continue
+        if "verdict_matches_run" in rep:
+            text = (
+                f"memory first's memory rebuilt from the logs ({rep['memory_timings']} "
+                "timings) gives the run's verdict: "
+                + ("yes" if rep["verdict_matches_run"] else "no")
+            )
+            if "candidates_match_run" in rep:
+                text += ", and its candidates: " + ("yes" if rep["candidates_match_run"] else "no")
+            lines.append(head + text)
+            continue
+        text = (
+            f"the ranking re-picks the run's seeds from {rep['memory_timings']} "
+            f"timings: {'yes' if rep.get('seeds_match_run') else 'no'}"
+        )
+        if "seeds_alone_speed" in rep:
+            text += (
+                f"; seeds alone (best of {rep['seeds_timed']} seeds as timed in the seeded "
+                f"arm) reach {rep['seeds_alone_speed']:.3f} of Helion alone's best reading"
+            )
+        elif not rep.get("seeded_logs_returned"):
+            text += "; the seeded arms' logs of this shape were not returned (no seeds-alone)"
+        lines.append(head + text)
+    return lines
+
+
+def _held(shape: dict[str, Any], arm: dict[str, Any]) -> str:
+    """'timings / shapes' the arm's memory held (one memory per run, or the arm's mode's)."""
+    held = arm.get("memory_held") or shape["memory_before"]
+    if "timings" not in held:
+        return "-"
+    return f"{held['timings']} / {len(held['shapes'])}"
 
 
 def _fmt(value: float | None) -> str:

@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("moe-live"))
     args = parser.parse_args(argv)
     if args.dump:
-        from tunemem.agent_client.tuners.moe_memory import chip_similarities
+        from tunemem.agent_client.tuners.moe.memory import chip_similarities
 
         lessons = dump_shipped(args.shipped)
         chips = {lesson["applicability"]["chips"][0] for lesson in lessons}
@@ -90,14 +90,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     import warnings
 
-    from tunemem.agent_client.tuners.moe import MoeShape, tune_moe
+    from tunemem.agent_client.tuners.moe.tune import MoeShape, tune_moe
     from tunemem.kernels.moe_recorded import load_landscape
     from tunemem.kernels.moe_timing import MoeProblem
 
     _, experts, n, hidden, top_k, dtype, _ = next(c for c in CASES if c[0] == args.case)
     sizes = [int(m) for m in args.batch_sizes.split(",")]
     shape = MoeShape(experts, n, hidden, top_k, dtype)
-    import tunemem.agent_client.tuners.moe as tuner
+    import tunemem.agent_client.tuners.moe.tune as tuner
 
     dump = json.loads(args.shipped_dump.read_text())
     lessons = dump["lessons"]

@@ -90,7 +90,7 @@ def tool_arm(case: Case, memories: Memories | None, budget: int, seed: int) -> d
 
 
 def _tool_arm(case: Case, url: str | None, budget: int, seed: int) -> dict[str, Any]:
-    from tunemem.agent_client.tuners.moe import MoeShape, tune_moe
+    from tunemem.agent_client.tuners.moe.tune import MoeShape, tune_moe
 
     shape = MoeShape(case.experts, case.n, case.hidden, case.top_k, case.dtype)
     space = list(case.configs.values())

@@ -161,7 +161,7 @@ def closed_url() -> str:
 def run(keys: int, configs: list[int], reps: int, bench_ms: list[float]) -> dict[str, Any]:
     from triton import knobs
 
-    from tunemem.agent_client.tuners.triton_capture import TritonCapture
+    from tunemem.agent_client.tuners.triton.capture import TritonCapture
 
     live = ServedMemory()
     away = closed_url()
@@ -210,7 +210,7 @@ def run(keys: int, configs: list[int], reps: int, bench_ms: list[float]) -> dict
     finally:
         live.close()
     base = "import triton"
-    with_capture = "import triton; import tunemem.agent_client.tuners.triton_capture"
+    with_capture = "import triton; import tunemem.agent_client.tuners.triton.capture"
     start_ms = {
         "import triton": round(import_ms(base, reps), 1),
         "import triton + the capture": round(import_ms(with_capture, reps), 1),

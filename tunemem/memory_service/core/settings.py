@@ -118,6 +118,12 @@ class _ServiceSettings(BaseSettings):
 
     dedup_threshold: float = Field(0.95, gt=0.0, le=1.0, description="near-duplicate cosine")
     max_body_bytes: int = Field(8 * 1024 * 1024, gt=0, description="largest accepted request")
+    max_inflated_body_bytes: int = Field(
+        64 * 2**20,
+        gt=0,
+        description="largest gzip-encoded upload after inflating (POST /v1/trajectories; "
+        "the body limit bounds its bytes on the wire)",
+    )
     batch_size: int = Field(256, ge=1, description="ingest embedding/commit batch size")
     write_rate_per_minute: int = Field(
         600,

@@ -27,6 +27,7 @@ from tunemem.memory_service.http.errors import (
     BodyLimitMiddleware,
     install_error_handlers,
 )
+from tunemem.memory_service.http.inflate import InflateMiddleware
 from tunemem.memory_service.http.ratelimit import SuggestSlots
 from tunemem.memory_service.http.routes import (
     admin,
@@ -99,6 +100,8 @@ def create_app(service: MemoryService) -> FastAPI:
     latency = Histogram(
         "tunemem_request_seconds", "HTTP request latency", ["route"], registry=registry
     )
+    # Inside the body limit, which counts a compressed body's bytes as they arrive.
+    app.add_middleware(InflateMiddleware, max_bytes=service.settings.max_inflated_body_bytes)
     app.add_middleware(BodyLimitMiddleware, max_bytes=service.settings.max_body_bytes)
     app.add_middleware(UrlTextMiddleware)
     app.add_middleware(MetricsMiddleware, requests_total=requests_total, latency=latency)

@@ -35,6 +35,7 @@ _ERROR_TEXT = {
     404: "no such resource in the key's tenant",
     409: "conflict with stored state",
     413: "request body over the size limit",
+    415: "a content encoding the route does not take (gzip is taken by POST /v1/trajectories)",
     422: "a field is missing, of the wrong type or out of range",
     429: "rate limit of the key reached; retry after the Retry-After seconds",
 }

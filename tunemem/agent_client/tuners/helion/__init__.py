@@ -1,5 +1,8 @@
 """Helion with a memory: seeds, a filter, a remote cache and log ingest (docs/helion.md).
 
+- `HelionMemory(url).autotune(kernel, args)`: memory first. The memory's candidates for the
+  call's shape, timed by Helion's own benchmarking, the fastest set on the kernel; Helion's
+  search (seeded) only when `trust.judge` does not trust them (`memory_first.py`).
 - `HelionMemory(url).seed_configs(kernel, args)` -> `helion.Config`s for
   `autotune_seed_configs`: the memory's best configurations for nearby shapes and chips.
 - `HelionMemory(url).config_filter(kernel, args)` -> a callable for `autotune_config_filter`
@@ -12,6 +15,12 @@
 Helion stays optional: nothing here imports it until a seed is built.
 """
 
+from tunemem.agent_client.tuners.helion.memory_first import (
+    MemoryFirstOutcome,
+    MemoryFirstPlan,
+    memory_first_autotune,
+    plan_memory_first,
+)
 from tunemem.agent_client.tuners.helion.ranking import RankedSeed, Timing, rank_seeds
 from tunemem.agent_client.tuners.helion.seeds import (
     HelionMemory,
@@ -19,12 +28,19 @@ from tunemem.agent_client.tuners.helion.seeds import (
     seed_configs,
     shape_of,
 )
+from tunemem.agent_client.tuners.helion.trust import Trust, TrustPolicy
 
 __all__ = [
     "HelionMemory",
+    "MemoryFirstOutcome",
+    "MemoryFirstPlan",
     "MemoryUnavailableWarning",
     "RankedSeed",
     "Timing",
+    "Trust",
+    "TrustPolicy",
+    "memory_first_autotune",
+    "plan_memory_first",
     "rank_seeds",
     "seed_configs",
     "shape_of",

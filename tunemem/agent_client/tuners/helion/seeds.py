@@ -1,5 +1,7 @@
 """Helion's `autotune_seed_configs` and `autotune_config_filter`, from the memory.
 
+`HelionMemory(url).autotune(kernel, args)` is the memory-first mode (`memory_first.py`):
+the memory's candidates timed by Helion, its search only when they are not trusted.
 `HelionMemory(url).seed_configs(kernel, args)` lists the memory's exemplar lessons for the
 kernel (one bounded request: `GET /v1/lessons?kind=exemplar&op=<kernel>`; Helion runs fill
 them through the `helion-autotune` ingest format), keeps those whose configuration is a Helion
@@ -19,24 +21,29 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tunemem import wire
+from tunemem.agent_client.tuners.helion.memory_first import (
+    DEFAULT_CANDIDATES,
+    HelionDriver,
+    MemoryFirstOutcome,
+    MemoryFirstPlan,
+    memory_first_autotune,
+    plan_memory_first,
+)
 from tunemem.agent_client.tuners.helion.ranking import RankedSeed, Timing, rank_seeds
+from tunemem.agent_client.tuners.helion.trust import TrustPolicy
 from tunemem.agent_client.tuners.memory_link import (
     RETRY_AFTER_S,
     MemoryLink,
     MemoryLinkError,
     brief,
 )
+from tunemem.agent_client.tuners.memory_policy import MemoryUnavailableWarning
 from tunemem.ingest.chip_context import chip_context
 from tunemem.ingest.readers.helion_autotune import flatten_config, unflatten_config
 
 # Exemplars listed per request: a page of the listing (the service's limit is 500).
 MAX_LESSONS = 500
 DEFAULT_SEEDS = 8
-
-
-class MemoryUnavailableWarning(UserWarning):
-    """The memory could not help (unreachable, an error, a malformed answer): Helion's own
-    autotuning goes on unchanged."""
 
 
 class _Link(MemoryLink):
@@ -178,6 +185,68 @@ class HelionMemory:
             return config
 
         return keep
+
+    def autotune(
+        self,
+        kernel: Any,
+        args: Sequence[Any],
+        *,
+        chip: str | None = None,
+        k: int = DEFAULT_CANDIDATES,
+        seed_k: int = 4,
+        policy: TrustPolicy | None = None,
+        driver: HelionDriver | None = None,
+    ) -> MemoryFirstOutcome:
+        """Memory first (`memory_first.py`): time the memory's `k` best candidates for this
+        call with Helion's benchmarking and set the fastest on the kernel when `policy` trusts
+        them; otherwise Helion's own search with `seed_k` seeds (no seeds, after one warning,
+        when the memory cannot answer). The outcome says which path ran and why."""
+        name, timings, target_chip = self._remembered(kernel, args, chip)
+        outcome = memory_first_autotune(
+            kernel,
+            args,
+            timings,
+            kernel_name=name,
+            shape=shape_of(args),
+            device=target_chip,
+            k=k,
+            seed_k=seed_k,
+            policy=policy,
+            driver=driver,
+        )
+        self.last_seeds = outcome.candidates
+        return outcome
+
+    def plan(
+        self,
+        kernel: Any,
+        args: Sequence[Any],
+        *,
+        chip: str | None = None,
+        k: int = DEFAULT_CANDIDATES,
+        seed_k: int = 4,
+        policy: TrustPolicy | None = None,
+    ) -> MemoryFirstPlan:
+        """What `autotune` would do for this call, without Helion: the verdict (`.trust`), the
+        candidates it would time and the seeds its search would take."""
+        name, timings, target_chip = self._remembered(kernel, args, chip)
+        return plan_memory_first(
+            timings,
+            kernel_name=name,
+            shape=shape_of(args),
+            device=target_chip,
+            k=k,
+            seed_k=seed_k,
+            policy=policy,
+        )
+
+    def _remembered(
+        self, kernel: Any, args: Sequence[Any], chip: str | None
+    ) -> tuple[str, list[Timing], str]:
+        name = kernel_name(kernel)
+        lessons = self._list({"kind": "exemplar", "op": name}) or []
+        target_chip = chip_context(chip if chip is not None else device_of(args)).chip
+        return name, timings_from_lessons(lessons, name), target_chip
 
     # -- one bounded listing ---------------------------------------------------------------
 

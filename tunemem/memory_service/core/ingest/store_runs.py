@@ -27,6 +27,7 @@ from tunemem.memory_service.core.lessons.part import Lessons
 from tunemem.memory_service.core.schemas.ingest import IngestSummary
 from tunemem.memory_service.core.schemas.lessons import LessonCreate
 from tunemem.memory_service.core.sql.store import Store
+from tunemem.memory_service.core.sql.stored_types import StoredJSON
 from tunemem.memory_service.core.sql.tables import Attempt, Trajectory
 
 MAX_ATTEMPTS_PER_BATCH = 50_000
@@ -88,7 +89,7 @@ def _insert_attempts(session: Session, rows: list[dict]) -> None:
     ingest of ../shared/data."""
     table = Attempt.__table__  # type: ignore[attr-defined]
     columns = [c.name for c in table.columns if c.name != "id"]
-    json_columns = {c.name for c in table.columns if isinstance(c.type, JSON)}
+    json_columns = {c.name for c in table.columns if isinstance(c.type, JSON | StoredJSON)}
     connection = session.connection()
     quote = connection.dialect.identifier_preparer.quote
     mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"

@@ -7,11 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 from sqlalchemy import String, cast, insert
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
+from tunemem.memory_service.core.schemas.lessons import Applicability
 from tunemem.memory_service.core.sql.store import Store
+from tunemem.memory_service.core.sql.stored_types import note_damaged
 from tunemem.memory_service.core.sql.tables import Lesson, Retrieval
 
 # Parsed applicability by its JSON text: lessons share a few hundred distinct applicabilities,
@@ -22,14 +25,21 @@ _PARSED_MAX = 4096
 
 
 def _applicability(text: str | None) -> Any:
-    """The parsed applicability JSON (read-only: shared between retrievals)."""
+    """The parsed applicability JSON (read-only: shared between retrievals); None where the
+    stored text is no object of the API's conditions (a hand edit: noted as a damaged read)."""
     if not text:
         return {}
     parsed = _PARSED.get(text)
     if parsed is None:
+        try:
+            parsed = orjson.loads(text)
+            Applicability.model_validate(parsed)
+        except (orjson.JSONDecodeError, ValidationError):
+            note_damaged("lesson applicability", text)
+            return None
         if len(_PARSED) >= _PARSED_MAX:
             _PARSED.clear()
-        parsed = _PARSED[text] = orjson.loads(text)
+        _PARSED[text] = parsed
     return parsed
 
 
@@ -52,11 +62,12 @@ def gating_conditions(session: Session, lesson_ids: list[str]) -> dict[str, tupl
         lesson.c.status,
     ).where(lesson.c.id.in_(lesson_ids))
     rows = session.connection().execute(statement).fetchall()
-    return {
-        lid: (_applicability(applicability), bool(has_code))
-        for lid, applicability, has_code, status in rows
-        if status == "active"
-    }
+    conditions = {}
+    for lid, text, has_code, status in rows:
+        applicability = _applicability(text) if status == "active" else None
+        if applicability is not None:  # where a lesson applies is unreadable: it is left out
+            conditions[lid] = (applicability, bool(has_code))
+    return conditions
 
 
 def write_retrieval(store: Store, row: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ from tunemem.memory_service.core.learning.context_notes import context_warnings
 from tunemem.memory_service.core.learning.outcome_write import answer, record_outcome, task_key
 from tunemem.memory_service.core.learning.transfer_text import limit_fields, transfer_fields
 from tunemem.memory_service.core.lessons.part import get_row, value_rows
+from tunemem.memory_service.core.lessons.rows import stored_applicability
 from tunemem.memory_service.core.lessons.source_runs import source_runs
 from tunemem.memory_service.core.schemas.learning import (
     Breakdown,
@@ -32,11 +33,12 @@ from tunemem.memory_service.core.schemas.learning import (
     RetrieveResponse,
     TaskIn,
 )
-from tunemem.memory_service.core.schemas.lessons import Applicability, SourceRunPublic
+from tunemem.memory_service.core.schemas.lessons import SourceRunPublic
 from tunemem.memory_service.core.schemas.outcomes import ReportRequest, ReportResponse
 from tunemem.memory_service.core.schemas.values import Estimator
 from tunemem.memory_service.core.settings import Settings
 from tunemem.memory_service.core.sql.store import Store
+from tunemem.memory_service.core.sql.stored_types import damage_warning, damaged_reads
 from tunemem.memory_service.core.sql.tables import Lesson, Outcome, utcnow
 from tunemem.memory_service.core.values.estimates import estimator_of, value_estimates
 from tunemem.memory_service.core.values.generalised_inputs import Evidence
@@ -109,8 +111,16 @@ class LearningLoop:
         )
 
     def retrieve(self, request: RetrieveRequest, *, tenant: str | None = None) -> RetrieveResponse:
-        """Recall by similarity, gate by applicability, re-rank by similarity and value."""
-        tenant = tenant or self.settings.tenant
+        """Recall by similarity, gate by applicability, re-rank by similarity and value; a
+        stored value of the tenant's that could not be read as stored is named in a warning."""
+        with damaged_reads() as damaged:
+            response = self._retrieve(request, tenant or self.settings.tenant)
+        warning = damage_warning(damaged)
+        if warning is not None:
+            response.warnings.append(warning)
+        return response
+
+    def _retrieve(self, request: RetrieveRequest, tenant: str) -> RetrieveResponse:
         chip, backend, chain = self.resolve_context(request.context)
         ranking = self.settings.ranking(
             k=request.k,
@@ -196,7 +206,7 @@ class LearningLoop:
             text=row.text,
             hint=row.hint,
             code=row.code,
-            applicability=Applicability(**row.applicability),
+            applicability=stored_applicability(row),
             score=ranked.score,
             **limit_fields(row, target_backend, target_chip),
             breakdown=Breakdown.of(ranked, estimator).model_copy(

@@ -5,7 +5,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from pydantic import ValidationError
+
 from tunemem.memory_service.core.schemas.lessons import Applicability, LessonCreate, LessonPublic
+from tunemem.memory_service.core.sql.stored_types import note_damaged
 from tunemem.memory_service.core.sql.tables import Lesson
 
 _NAMESPACE = uuid.UUID("6f1c1e9a-3b7e-4c55-9a43-0c7f5bb1d2e4")
@@ -94,6 +97,25 @@ def set_filter_columns(row: Lesson) -> None:
     row.backends = list_column(app.get("backends") or [])
 
 
+def filter_applicability(op: str, chips: str, backends: str) -> Applicability:
+    """The conditions a lesson's filter columns hold (what retrieval filters by)."""
+    return Applicability(
+        op=op or None,
+        chips=[c for c in chips.split(",") if c],
+        backends=[b for b in backends.split(",") if b],
+    )
+
+
+def stored_applicability(row: Lesson) -> Applicability:
+    """The row's applicability; one a hand edit left unreadable (a field of the wrong type, one
+    the API does not have) is noted as a damaged read and rebuilt from the filter columns."""
+    try:
+        return Applicability.model_validate(row.applicability)
+    except ValidationError:
+        note_damaged("lesson applicability", row.applicability)
+        return filter_applicability(row.op, row.chips, row.backends)
+
+
 def to_public(row: Lesson) -> LessonPublic:
     return LessonPublic(
         id=row.id,
@@ -101,7 +123,7 @@ def to_public(row: Lesson) -> LessonPublic:
         text=row.text,
         hint=row.hint,
         code=row.code,
-        applicability=Applicability(**row.applicability),
+        applicability=stored_applicability(row),
         provenance=row.provenance,
         status=row.status,
         created_at=row.created_at,

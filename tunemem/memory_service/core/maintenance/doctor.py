@@ -3,6 +3,9 @@ but a store written before it checked them may hold.
 
 What it looks for, per tenant:
 
+- lessons whose hint is no object (a list, text, no JSON at all): the fix clears it by id;
+- lessons whose applicability is no object of the API's conditions: the fix rebuilds it from
+  the lesson's filter columns (op, chips, backends), which retrieval filters by;
 - lessons whose hint has a part the suggester cannot read (`ingest.validate.hint_problem`: a
   list or an object where a parameter value goes, a statistic that is not a number). The fix
   keeps the hint's usable parts and drops the others, through the lessons part's own edit (so
@@ -12,28 +15,35 @@ What it looks for, per tenant:
 - attempts whose latency lies outside 1e-9..1e9 ms (0, 1e-300) or is no number: the fix clears
   the latency and records the attempt as failing, with a reason;
 - outcomes (the log values are computed from, which an export carries) whose credited lessons
-  or scope chain are no list of strings, whose latencies are no usable latency, whose reward is
-  no number in -1..1, or whose stored answer is no object: the fix empties the lists, clears the
-  latencies, clamps the reward (0 when it is no number) and empties the answer; the tenant's
-  values are then rebuilt from the repaired log (by the service).
+  or scope chain are no list of strings, whose latencies (timings included) are no usable
+  latency, whose reward is no number in -1..1, or whose stored answer is no object: the fix
+  empties the lists, clears the latencies, clamps the reward (0 when it is no number) and
+  empties the answer; the tenant's values are then rebuilt from the repaired log (by the
+  service).
 
-Every column it checks is read as the database holds it, not through the tables' JSON and
-number types, so a value that is not JSON (a hand edit) is named with its row instead of
-failing the whole read; the repairs are SQL updates by id, which read nothing back.
+Every other JSON or number column of those rows that a read sees as empty (`sql.stored_types`)
+is named and, with fix, emptied in the store too (`doctor_columns`). Every column it checks is
+read as the database holds it, not through the tables' JSON and number types, so a value that
+is not JSON (a hand edit) is named with its row instead of failing the whole read; the repairs
+are SQL updates by id, which read nothing back.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from pydantic import ValidationError
 from sqlalchemy import Text, delete, type_coerce, update
 from sqlmodel import Session, col, select
 
 from tunemem.ingest.validate import hint_problem, latency_problem, scalar_problem
+from tunemem.memory_service.core.lessons.rows import filter_applicability, normalise_applicability
+from tunemem.memory_service.core.maintenance.doctor_columns import unreadable_columns
+from tunemem.memory_service.core.schemas.lessons import Applicability
 from tunemem.memory_service.core.sql.store import Store
 from tunemem.memory_service.core.sql.tables import Attempt, Lesson, Outcome, Trajectory
 
@@ -143,6 +153,17 @@ def _outcome_repairs(row: Any) -> tuple[list[str], dict[str, Any]]:
                 f"{name} is not {'an object' if name == 'response' else 'a list of ids'}"
             )
             repair[name] = empty
+    try:
+        timings = parsed(row.timings_ms)
+    except Unreadable as exc:
+        timings, problems = None, [*problems, f"timings_ms: {exc}"]
+        repair["timings_ms"] = None
+    if timings is not None and (
+        not isinstance(timings, list)
+        or any(t is None or latency_problem("timings_ms", t) for t in timings)
+    ):
+        problems.append("timings_ms is not a list of latencies")
+        repair["timings_ms"] = None
     for name in ("latency_ms", "best_before_ms"):
         problem = latency_problem(name, _number(getattr(row, name)))
         if problem:
@@ -169,30 +190,70 @@ class Doctor:
         report = DoctorReport(fixed=fix)
         hints: list[tuple[str, dict[str, Any] | None]] = []
         with self.store.write_lock, self.store.session() as session:
-            for lesson_id, hint_raw in session.exec(
-                select(Lesson.id, raw(Lesson.hint)).where(Lesson.tenant == tenant)
-            ):
-                try:
-                    hint = parsed(hint_raw)
-                except Unreadable as exc:  # the edit would read it: cleared by id here
-                    report.lessons.append(f"lesson {lesson_id}: hint {exc}")
-                    if fix:
-                        session.exec(
-                            update(Lesson).where(col(Lesson.id) == lesson_id).values(hint=None)
-                        )  # type: ignore[call-overload]
-                    continue
-                problem = hint_problem(hint) if hint is not None else None
-                if problem:
-                    report.lessons.append(f"lesson {lesson_id}: {problem}")
-                    hints.append((lesson_id, usable_hint(hint) if isinstance(hint, dict) else None))
+            rows: Sequence[Any] = session.exec(
+                select(  # type: ignore[call-overload]
+                    Lesson.id,
+                    raw(Lesson.hint).label("hint"),
+                    raw(Lesson.applicability).label("applicability"),
+                    Lesson.op,
+                    Lesson.chips,
+                    Lesson.backends,
+                ).where(Lesson.tenant == tenant)
+            ).all()
+            for row in rows:
+                self._applicability(session, row, report, fix)
+                found = self._hint(session, row, report, fix)
+                if found is not None:
+                    hints.append(found)
             self._attempts(session, tenant, report, fix)
             self._outcomes(session, tenant, report, fix)
+            for listed, lines in unreadable_columns(session, tenant, fix).items():
+                getattr(report, listed).extend(lines)
             if fix:
                 session.commit()
         if fix:
             for lesson_id, cleaned in hints:
                 self.edit_hint(lesson_id, cleaned, tenant)
         return report
+
+    @staticmethod
+    def _hint(
+        session: Session, row: Any, report: DoctorReport, fix: bool
+    ) -> tuple[str, dict[str, Any] | None] | None:
+        """A hint that is no object is cleared by id (the lesson edit would read it as
+        empty); one with unusable parts is returned with the parts the edit is to keep."""
+        try:
+            hint = parsed(row.hint)
+            if hint is not None and not isinstance(hint, dict):
+                raise Unreadable("is no object")
+        except Unreadable as exc:
+            report.lessons.append(f"lesson {row.id}: hint {exc}")
+            if fix:
+                session.exec(update(Lesson).where(col(Lesson.id) == row.id).values(hint=None))  # type: ignore[call-overload]
+            return None
+        problem = hint_problem(hint) if hint is not None else None
+        if not problem:
+            return None
+        report.lessons.append(f"lesson {row.id}: {problem}")
+        return row.id, usable_hint(cast(dict[str, Any], hint))
+
+    @staticmethod
+    def _applicability(session: Session, row: Any, report: DoctorReport, fix: bool) -> None:
+        """An applicability that is no object of the API's conditions is rebuilt from the
+        lesson's filter columns (its op, chips and backends, which retrieval filters by)."""
+        try:
+            Applicability.model_validate(parsed(row.applicability))
+            return
+        except (Unreadable, ValidationError):
+            pass
+        report.lessons.append(f"lesson {row.id}: applicability is no object of conditions")
+        if fix:
+            rebuilt = filter_applicability(row.op, row.chips, row.backends)
+            session.exec(
+                update(Lesson)
+                .where(col(Lesson.id) == row.id)
+                .values(applicability=normalise_applicability(rebuilt))
+            )  # type: ignore[call-overload]
 
     @staticmethod
     def _attempts(session: Session, tenant: str, report: DoctorReport, fix: bool) -> None:
@@ -248,6 +309,7 @@ class Doctor:
                 raw(Outcome.response).label("response"),
                 raw(Outcome.latency_ms).label("latency_ms"),
                 raw(Outcome.best_before_ms).label("best_before_ms"),
+                raw(Outcome.timings_ms).label("timings_ms"),
                 raw(Outcome.reward).label("reward"),
             )
             .where(Outcome.tenant == tenant)

@@ -10,8 +10,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Index, UniqueConstraint
+from sqlalchemy import Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
+
+from tunemem.memory_service.core.sql.stored_types import StoredFloat, StoredJSON
 
 
 def utcnow() -> datetime:
@@ -25,15 +27,21 @@ class Lesson(SQLModel, table=True):
     tenant: str = Field(default="default", index=True, max_length=64)
     kind: str = Field(index=True, max_length=16)
     text: str
-    hint: dict[str, Any] | None = Field(default=None, sa_type=JSON)
+    hint: dict[str, Any] | None = Field(
+        default=None, sa_type=StoredJSON("lesson hint", nullable=True)
+    )
     code: str | None = None
     content_hash: str = Field(max_length=64)
-    applicability: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    applicability: dict[str, Any] = Field(
+        default_factory=dict, sa_type=StoredJSON("lesson applicability")
+    )
     # Denormalised filter columns: ",a100,h100," style lists so LIKE '%,x,%' matches one item.
     op: str = Field(default="", index=True, max_length=128)
     chips: str = Field(default=",", max_length=2048)
     backends: str = Field(default=",", max_length=256)
-    provenance: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    provenance: dict[str, Any] = Field(
+        default_factory=dict, sa_type=StoredJSON("lesson provenance")
+    )
     status: str = Field(default="active", index=True, max_length=16)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
@@ -45,8 +53,12 @@ class LessonRevision(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     lesson_id: str = Field(index=True, max_length=36)
     text: str
-    applicability: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
-    hint: dict[str, Any] | None = Field(default=None, sa_type=JSON)
+    applicability: dict[str, Any] = Field(
+        default_factory=dict, sa_type=StoredJSON("lesson revision applicability")
+    )
+    hint: dict[str, Any] | None = Field(
+        default=None, sa_type=StoredJSON("lesson revision hint", nullable=True)
+    )
     status: str = Field(max_length=16)
     changed_at: datetime = Field(default_factory=utcnow)
     change: str = Field(max_length=16)
@@ -60,10 +72,14 @@ class Trajectory(SQLModel, table=True):
     op: str = Field(index=True, max_length=128)
     chip: str = Field(index=True, max_length=128)
     backend: str = Field(max_length=16)
-    task: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
-    context: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
-    baseline_latency_ms: float | None = None
-    evidence: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    task: dict[str, Any] = Field(default_factory=dict, sa_type=StoredJSON("trajectory task"))
+    context: dict[str, Any] = Field(default_factory=dict, sa_type=StoredJSON("trajectory context"))
+    baseline_latency_ms: float | None = Field(
+        default=None, sa_type=StoredFloat("trajectory baseline_latency_ms")
+    )
+    evidence: dict[str, Any] = Field(
+        default_factory=dict, sa_type=StoredJSON("trajectory evidence")
+    )
     synthetic: bool = False
     n_attempts: int = 0
     # Provenance (`ingest.provenance`): how the run's numbers were obtained.
@@ -77,28 +93,34 @@ class Attempt(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     trajectory_id: str = Field(index=True, max_length=64)
     index: int
-    params: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    params: dict[str, Any] = Field(default_factory=dict, sa_type=StoredJSON("attempt params"))
     code: str | None = None
     compiled: bool = True
     correct: bool | None = None
     error_category: str | None = Field(default=None, max_length=32)
     error: str | None = None
-    latency_ms: float | None = None
-    latency_min_ms: float | None = None
+    latency_ms: float | None = Field(default=None, sa_type=StoredFloat("attempt latency_ms"))
+    latency_min_ms: float | None = Field(
+        default=None, sa_type=StoredFloat("attempt latency_min_ms")
+    )
     repetitions: int | None = None
-    metrics: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    metrics: dict[str, Any] = Field(default_factory=dict, sa_type=StoredJSON("attempt metrics"))
 
 
 class Retrieval(SQLModel, table=True):
     id: str = Field(primary_key=True, max_length=36)
     tenant: str = Field(default="default", index=True, max_length=64)
     query: str
-    task: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
-    context: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    task: dict[str, Any] = Field(default_factory=dict, sa_type=StoredJSON("retrieval task"))
+    context: dict[str, Any] = Field(default_factory=dict, sa_type=StoredJSON("retrieval context"))
     stage: str = Field(max_length=16)
-    scope_chain: list[str] = Field(default_factory=list, sa_type=JSON)
-    results: list[dict[str, Any]] = Field(default_factory=list, sa_type=JSON)
-    settings: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    scope_chain: list[str] = Field(
+        default_factory=list, sa_type=StoredJSON("retrieval scope_chain", list, items="text")
+    )
+    results: list[dict[str, Any]] = Field(
+        default_factory=list, sa_type=StoredJSON("retrieval results", list)
+    )
+    settings: dict[str, Any] = Field(default_factory=dict, sa_type=StoredJSON("retrieval settings"))
     created_at: datetime = Field(default_factory=utcnow)
 
 
@@ -110,31 +132,43 @@ class Outcome(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     tenant: str = Field(default="default", index=True, max_length=64)
     retrieval_id: str = Field(index=True, max_length=36)
-    lessons: list[str] = Field(default_factory=list, sa_type=JSON)
+    lessons: list[str] = Field(
+        default_factory=list, sa_type=StoredJSON("outcome lessons", list, items="text")
+    )
     stage: str = Field(max_length=16)
     task_key: str = Field(max_length=64)
-    scope_chain: list[str] = Field(default_factory=list, sa_type=JSON)
+    scope_chain: list[str] = Field(
+        default_factory=list, sa_type=StoredJSON("outcome scope_chain", list, items="text")
+    )
     compiled: bool
     correct: bool | None = None
-    latency_ms: float | None = None
-    best_before_ms: float | None = None
+    latency_ms: float | None = Field(default=None, sa_type=StoredFloat("outcome latency_ms"))
+    best_before_ms: float | None = Field(
+        default=None, sa_type=StoredFloat("outcome best_before_ms")
+    )
     error: str | None = None
     # What the attempt was, where the client said (credit that follows the advice): its
     # configuration, and each used lesson's verdict against it (`retrieval.credit`), judged
     # once at report time so a rebuild credits as the report did.
-    config: dict[str, Any] | None = Field(default=None, sa_type=JSON)
-    credit: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    config: dict[str, Any] | None = Field(
+        default=None, sa_type=StoredJSON("outcome config", nullable=True)
+    )
+    credit: dict[str, Any] = Field(default_factory=dict, sa_type=StoredJSON("outcome credit"))
     # Repeated timings of the attempt (or the spread of those behind latency_ms, and how many).
-    timings_ms: list[float] | None = Field(default=None, sa_type=JSON)
-    latency_spread_ms: float | None = None
+    timings_ms: list[float] | None = Field(
+        default=None, sa_type=StoredJSON("outcome timings_ms", list, nullable=True, items="number")
+    )
+    latency_spread_ms: float | None = Field(
+        default=None, sa_type=StoredFloat("outcome latency_spread_ms")
+    )
     repetitions: int | None = None
-    reward: float
+    reward: float = Field(sa_type=StoredFloat("outcome reward", empty=0.0))
     reporter: str | None = Field(default=None, max_length=128)
     origin: str = Field(default="unstated", max_length=16)
     device_reported: str | None = Field(default=None, max_length=256)
     verified: bool = False
     idempotency_key: str | None = Field(default=None, max_length=128)
-    response: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    response: dict[str, Any] = Field(default_factory=dict, sa_type=StoredJSON("outcome response"))
     created_at: datetime = Field(default_factory=utcnow)
 
 
@@ -159,7 +193,9 @@ class LessonEvidence(SQLModel, table=True):
     stage: str = Field(primary_key=True, max_length=16)
     scope: str = Field(primary_key=True, max_length=160)
     toolchain: str = Field(primary_key=True, max_length=1024)  # canonical JSON of `versions`
-    versions: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    versions: dict[str, Any] = Field(
+        default_factory=dict, sa_type=StoredJSON("lesson evidence versions")
+    )
     n: int = 0
     updated_at: datetime = Field(default_factory=utcnow)
 

@@ -4,7 +4,7 @@ SGLang's tuner (`benchmark/kernels/fused_moe_triton/tuning_fused_moe_triton.py -
 --search-space-file FILE`) reads a JSON list of configurations (objects with BLOCK_SIZE_M/N/K,
 GROUP_SIZE_M, num_warps, num_stages) and times each of them at every batch size, in place of
 its own 1,920. `search_space` ranks, for one layer shape and GPU, what other GPUs chose for the
-same and nearby shapes (the shipped files the memory holds, `moe_memory.rank_shipped`, nearest
+same and nearby shapes (the shipped files the memory holds, `memory.rank_shipped`, nearest
 shape, batch size and GPU first), taking the batch sizes in turn (each one's best before any
 one's second), then vLLM's default configuration of each batch size, up to `size`.
 
@@ -18,8 +18,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from tunemem.agent_client.tuners.moe_memory import MoeMemory, chip_similarities, rank_shipped
-from tunemem.agent_client.tuners.moe_rounds import FALLBACK_SEED, MoeShape
+from tunemem.agent_client.tuners.moe.memory import MoeMemory, chip_similarities, rank_shipped
+from tunemem.agent_client.tuners.moe.rounds import FALLBACK_SEED, MoeShape
 from tunemem.kernels.moe_space import (
     PARAMS,
     VLLM_BATCH_SIZES,
@@ -64,7 +64,7 @@ def search_space(
         raise ValueError(f"batch sizes must be positive integers, not {list(batch_sizes)}")
     if size < 1:
         raise ValueError(f"size must be at least 1, not {size}")
-    # The tuners' untrusted-memory policy (`moe_memory`): one deadline per request, no retry.
+    # The tuners' untrusted-memory policy (`memory`): one deadline per request, no retry.
     memory = MoeMemory(
         memory_url if memory_url is not None or client is None else "client",
         client,

@@ -1,6 +1,6 @@
 """One captured Triton autotune as plain data, and as the trajectory the memory stores.
 
-The task is named as the `triton.autotune` drop-in names it (`triton_autotune.MemoryTuning`):
+The task is named as the `triton.autotune` drop-in names it (`autotune.MemoryTuning`):
 op and kernel the kernel function's name, the signature the key arguments' values by name
 plus the first tensor's dtype, so what a program's autotunes leave in the memory serves the
 drop-in's next key and the next GPU. Each configuration is its kwargs plus num_warps and
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from tunemem.agent_client.tuners.triton_records import chip_id, config_params, dtype_name, scalar
+from tunemem.agent_client.tuners.triton.records import chip_id, config_params, dtype_name, scalar
 
 FAILED = "Triton's benchmark failed (out of resources, a compile-time assertion or PTXAS)"
 

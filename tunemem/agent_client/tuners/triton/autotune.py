@@ -6,7 +6,7 @@ an existing `@triton.autotune` kernel the same behaviour. For a key not tuned ye
 configurations (after the user's own `early_config_prune`) go to `POST /v1/suggest` as the
 space's valid list; Triton times the memory's best plus a small exploration share; then every
 timing (`configs_timings`) goes back, in a background thread bounded in time, as outcomes
-against the suggestion and as a trajectory (`triton_records`). The memory unreachable, erring,
+against the suggestion and as a trajectory (`records`). The memory unreachable, erring,
 slow, malformed or empty: one warning line, then Triton's own behaviour; every request goes
 through `memory_link` (one deadline for the whole request, no retry, a cap on the answer), and
 only suggestions that are one of the given configurations are timed. docs/triton.md is the
@@ -16,23 +16,16 @@ user's page.
 from __future__ import annotations
 
 import atexit
-import time
 import warnings
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from tunemem.agent_client.client import MemoryClient
-from tunemem.agent_client.tuners import triton_choice
-from tunemem.agent_client.tuners.memory_link import (
-    BUSY_HOLD_S,
-    RETRY_AFTER_S,
-    MemoryBusyError,
-    MemoryLink,
-    Reporter,
-    brief,
-)
-from tunemem.agent_client.tuners.triton_records import (
+from tunemem.agent_client.tuners.memory_link import MemoryLink, brief
+from tunemem.agent_client.tuners.memory_policy import MemoryGuard, MemoryUnavailableWarning
+from tunemem.agent_client.tuners.triton import choice
+from tunemem.agent_client.tuners.triton.records import (
     Pending,
     config_params,
     device_context,
@@ -46,12 +39,9 @@ from tunemem.agent_client.tuners.triton_records import (
     timing_spread_ms,
     trajectory,
 )
-from tunemem.agent_client.tuners.triton_rounds import RoundPolicy
+from tunemem.agent_client.tuners.triton.rounds import RoundPolicy
 
-
-class MemoryUnavailableWarning(UserWarning):
-    """The memory could not help (unreachable, an error, nothing remembered): Triton's own
-    autotuning goes on."""
+__all__ = ["MemoryTuning", "MemoryUnavailableWarning", "autotune", "hook", "interpreter_bench"]
 
 
 class MemoryTuning:
@@ -74,7 +64,7 @@ class MemoryTuning:
         context: overrides of the device context (chip, backend, model, scenario, toolchain).
         seed: the exploration's seed (mixed with the key).
         client: a ready `MemoryClient` (tests, or a shared one); default: one of its own.
-        policy: how the rounds spend `top_k` (`triton_rounds.RoundPolicy`; its explore share
+        policy: how the rounds spend `top_k` (`rounds.RoundPolicy`; its explore share
             is `explore`).
     """
 
@@ -116,16 +106,17 @@ class MemoryTuning:
         self.seed = seed
         # "measured" by Triton on this device; "replayed" where the timings are a recording's.
         self.origin = origin
-        self.client: Any = MemoryLink(memory_url, api_key, timeout_s=timeout_s, client=client)
+        self.client = MemoryLink(memory_url, api_key, timeout_s=timeout_s, client=client)
         self.reports: list[dict[str, Any]] = []  # what went back to the memory, per key
         self.last_decision: dict[str, Any] | None = None
-        self._pending: Pending | None = None
+        # The key being tuned: what goes back to the memory once Triton has timed it.
+        self.pending: Pending | None = None
         # The call being tuned (Triton's args and kwargs) and what the rounds timed in it.
         self._call: tuple[tuple[Any, ...], dict[str, Any]] | None = None
         self._measured: dict[Any, tuple[Any, Any]] = {}
-        self._down_until = 0.0
-        self._busy_said = False
-        self.reporter = Reporter(self._report_failed)
+        # The tuners' one policy: one warning, then the memory left alone (its Retry-After
+        # when busy); reports on its background thread.
+        self.guard = MemoryGuard(self.client, self._unavailable, note=self._unavailable)
         self._context: dict[str, Any] | None = None
         # How the memory names the operator and the kernel; attach() fills in the function's.
         self._names = (op or kernel or "kernel", kernel or op or "kernel")
@@ -174,12 +165,12 @@ class MemoryTuning:
         def run(*args: Any, **kwargs: Any) -> Any:
             before = set(autotuner.cache)
             timings_before = getattr(autotuner, "configs_timings", None)
-            self._pending, self._call, self._measured = None, (args, kwargs), {}
+            self.pending, self._call, self._measured = None, (args, kwargs), {}
             try:
                 result = original_run(*args, **kwargs)
             finally:
                 self._call = None
-            pending, self._pending = self._pending, None
+            pending, self.pending = self.pending, None
             timings = getattr(autotuner, "configs_timings", None)
             if timings is timings_before and self._measured:
                 timings = dict(self._measured.values())  # one config left: Triton timed none
@@ -226,20 +217,27 @@ class MemoryTuning:
     ) -> list[Any]:
         """The configurations to time for a new key, searched in rounds when `bench` (Triton's
         benchmarking of a list of configurations) is given: the memory's best, then what the
-        key's own timings suggest (`triton_choice`, `triton_rounds`). Without `bench`, the
+        key's own timings suggest (`choice`, `rounds`). Without `bench`, the
         opening round alone. Every configuration when they fit the budget anyway, or when the
         memory cannot help (with one warning line).
         """
-        return triton_choice.choose(self, configs, named, keys, bench)
+        return choice.choose(self, configs, named, keys, bench)
 
-    def _suggest(
+    def record(self, pending: Pending, decision: dict[str, Any]) -> None:
+        """Keep the key's pending report (`pending`) and the decision (`last_decision`)."""
+        self.pending = pending
+        self.last_decision = decision
+
+    def suggest(
         self,
         task: dict[str, Any],
         valid: list[dict[str, Any]],
         k: int,
         observations: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any] | None:
-        if time.monotonic() < self._down_until:
+        """The memory's suggest answer for the task over `valid` (None: no answer, the memory
+        left alone after a failure or a 429)."""
+        if not self.guard.available:
             return None
         params: dict[str, list[Any]] = {}
         for config in valid:
@@ -257,25 +255,17 @@ class MemoryTuning:
         }
         if self.options:
             body["options"] = self.options
-        try:
-            return self.client.suggest(**body)
-        except MemoryBusyError as exc:  # up but busy: this key is Triton's, a later one asks
-            self._down_until = time.monotonic() + (exc.retry_after_s or BUSY_HOLD_S)
-            if not self._busy_said:
-                self._busy_said = True
-                self._warn(f"memory at {self.memory_url} busy (429); asked again later")
-            return None
-        except Exception as exc:  # whatever the memory does, the user's tuning goes on
-            self._down_until = time.monotonic() + RETRY_AFTER_S
-            self._warn(f"memory at {self.memory_url} unavailable ({brief(exc)})")
-            return None
+        # None when busy too: this key is Triton's own, a later one asks after the Retry-After.
+        answer: dict[str, Any] | None = self.guard.ask("suggest", lambda m: m.suggest(**body))
+        return answer
 
     def context(self) -> dict[str, Any]:
         if self._context is None:
             self._context = {**device_context(), **self.context_overrides}
         return self._context
 
-    def _warn(self, message: str) -> None:
+    def warn(self, message: str) -> None:
+        """The drop-in's one warning line (`MemoryUnavailableWarning`)."""
         warnings.warn(f"tunemem: {message}; Triton autotunes as usual", MemoryUnavailableWarning, 3)
 
     # -- reporting ---------------------------------------------------------------------------
@@ -295,30 +285,29 @@ class MemoryTuning:
             "error": None,
         }
         self.reports.append(report)
-        if time.monotonic() < self._down_until or not self.reporter.submit(
-            lambda: self._send(report)
-        ):
+        if not self.guard.submit(lambda link: _send(link, report)):
             report["error"] = "memory unavailable"
 
-    def _send(self, report: dict[str, Any]) -> None:
-        try:
-            for item in report["outcomes"]:
-                retrieval_id = item.get("retrieval_id") or report["retrieval_id"]
-                if retrieval_id is not None:
-                    self.client.report(retrieval_id, item["outcome"], used=item["used"])
-            self.client.upload_trajectories([report["trajectory"]])
-            report["sent"] = True
-        except Exception as exc:  # the reporter warns once; it never reaches the user's loop
-            report["error"] = brief(exc)
-            raise
-
-    def _report_failed(self, message: str) -> None:
-        self._down_until = time.monotonic() + RETRY_AFTER_S
-        self._warn(f"{message} at {self.memory_url}")
+    def _unavailable(self, message: str) -> None:
+        self.warn(f"memory at {self.memory_url} {message}")
 
     def flush(self, timeout_s: float | None = None) -> bool:
         """Wait for the reports in flight (at most `timeout_s` in all); True when none is left."""
-        return self.reporter.flush(self.timeout_s * 4 if timeout_s is None else timeout_s)
+        return self.guard.flush(self.timeout_s * 4 if timeout_s is None else timeout_s)
+
+
+def _send(link: MemoryLink, report: dict[str, Any]) -> None:
+    """One key's report: its outcomes, then its trajectory (on the guard's thread)."""
+    try:
+        for item in report["outcomes"]:
+            retrieval_id = item.get("retrieval_id") or report["retrieval_id"]
+            if retrieval_id is not None:
+                link.report(retrieval_id, item["outcome"], used=item["used"])
+        link.upload_trajectories([report["trajectory"]])
+        report["sent"] = True
+    except Exception as exc:  # the guard warns once; it never reaches the user's loop
+        report["error"] = brief(exc)
+        raise
 
 
 _LIVE: weakref.WeakSet[MemoryTuning] = weakref.WeakSet()

@@ -111,7 +111,7 @@ class Pending:
     retrieval_id: str | None = None
     # Each round asks anew: the retrieval each suggested configuration came from.
     retrievals: dict[tuple[tuple[str, Any], ...], str] = field(default_factory=dict)
-    search: Any = None  # the key's `triton_rounds.SearchResult`, when it searched in rounds
+    search: Any = None  # the key's `rounds.SearchResult`, when it searched in rounds
 
 
 def measured_here(origin: str = "measured") -> dict[str, Any]:

@@ -2,8 +2,9 @@
 
 `choose(tuning, ...)` is `MemoryTuning.choose`: the budget check, the opening question to the
 memory (nothing remembered or no answer: every configuration, as Triton would), then the
-search in rounds (`triton_rounds.RoundSearch`) with Triton's benchmarking, and the decision
-(`tuning.last_decision`) and pending report (`tuning._pending`) it leaves behind.
+search in rounds (`rounds.RoundSearch`) with Triton's benchmarking, and the decision and
+pending report it hands back (`KeyTuning.record`). `tuning` is anything with `KeyTuning`'s
+members: `autotune.MemoryTuning` is one, and imports this module, not the other way round.
 """
 
 from __future__ import annotations
@@ -11,27 +12,63 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import Any, TypeAlias
+from typing import Any, Protocol
 
-from tunemem.agent_client.tuners.triton_records import (
+from tunemem.agent_client.tuners.triton.records import (
     Pending,
     config_params,
     params_key,
     scalar,
     timing_ms,
 )
-from tunemem.agent_client.tuners.triton_rounds import Pick, RoundPolicy, RoundSearch
-
-# `tuning` below is the calling `triton_autotune.MemoryTuning` (not imported: it imports this).
-MemoryTuning: TypeAlias = Any
+from tunemem.agent_client.tuners.triton.rounds import Pick, RoundPolicy, RoundSearch
 
 # Suggestion sources that rest on what the memory holds (the rest is the service's search).
 INFORMED = frozenset({"exemplar", "preference", "model"})
 ParamsKey = tuple[tuple[str, Any], ...]
 
 
+class KeyTuning(Protocol):
+    """What `choose` needs of the drop-in for one new key (`autotune.MemoryTuning`)."""
+
+    @property
+    def memory_url(self) -> str: ...
+
+    @property
+    def policy(self) -> RoundPolicy: ...
+
+    @property
+    def seed(self) -> int: ...
+
+    def task_of(self, named: dict[str, Any], keys: list[str]) -> dict[str, Any]:
+        """The memory's task for the key's arguments."""
+        ...
+
+    def budget(self, given: int) -> int:
+        """How many of `given` configurations to time."""
+        ...
+
+    def suggest(
+        self,
+        task: dict[str, Any],
+        valid: list[dict[str, Any]],
+        k: int,
+        observations: list[dict[str, Any]],
+    ) -> dict[str, Any] | None:
+        """The memory's suggest answer for the task over `valid` (None: no answer)."""
+        ...
+
+    def warn(self, message: str) -> None:
+        """The drop-in's one warning line."""
+        ...
+
+    def record(self, pending: Pending, decision: dict[str, Any]) -> None:
+        """Keep what will be timed for the key (the report to send) and why."""
+        ...
+
+
 def choose(
-    tuning: MemoryTuning,
+    tuning: KeyTuning,
     configs: list[Any],
     named: dict[str, Any],
     keys: list[str],
@@ -43,7 +80,6 @@ def choose(
     by_key = {params_key(config_params(c)): c for c in configs}
     ceiling = tuning.budget(len(by_key))
     pending = Pending(task=task, key=key, given=len(configs), timed=[], origins={})
-    tuning._pending = pending
     if ceiling >= len(by_key):
         return _everything(tuning, pending, configs, "all given configurations fit the budget")
     params = {k: config_params(c) for k, c in by_key.items()}
@@ -55,7 +91,7 @@ def choose(
     # The memory is untrusted: only configurations of the given list count as an answer.
     opening = [p for p in opening if p.config in by_key]
     if not any(p.origin.removeprefix("memory:") in INFORMED for p in opening):
-        tuning._warn(f"the memory at {tuning.memory_url} has nothing for {task['kernel']} here")
+        tuning.warn(f"the memory at {tuning.memory_url} has nothing for {task['kernel']} here")
         return _everything(tuning, pending, configs, "the memory had nothing: every configuration")
 
     bench_s = 0.0
@@ -91,9 +127,7 @@ def choose(
     chosen = [by_key[found] for found in pending.origins]
     if not chosen:  # nothing usable came back: Triton's own behaviour
         return _everything(tuning, pending, configs, "the memory had nothing: every configuration")
-    decided(tuning, pending, chosen, "memory")
-    assert tuning.last_decision is not None
-    tuning.last_decision["bench_s"] = bench_s
+    decided(tuning, pending, chosen, "memory", bench_s)
     return chosen
 
 
@@ -118,14 +152,14 @@ def _sortable(value: Any) -> tuple[int, float, str]:
     return (0, float(value), "") if number else (1, 0.0, repr(value))
 
 
-def _everything(tuning: MemoryTuning, pending: Pending, configs: list[Any], how: str) -> list[Any]:
+def _everything(tuning: KeyTuning, pending: Pending, configs: list[Any], how: str) -> list[Any]:
     pending.origins = {params_key(config_params(c)): "given" for c in configs}
     decided(tuning, pending, configs, how)
     return configs
 
 
 def ask(
-    tuning: MemoryTuning,
+    tuning: KeyTuning,
     task: dict[str, Any],
     params: dict[ParamsKey, dict[str, Any]],
     observed: list[tuple[Any, float]],
@@ -139,7 +173,7 @@ def ask(
         else {"config": params[i], "feasible": False}
         for i, ms in observed
     ]
-    answer = tuning._suggest(task, list(params.values()), k, observations)
+    answer = tuning.suggest(task, list(params.values()), k, observations)
     if answer is None:
         return None
     found = answer.get("retrieval_id")
@@ -166,11 +200,18 @@ def _confidence(prediction: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
 
 
-def decided(tuning: MemoryTuning, pending: Pending, configs: list[Any], how: str) -> None:
-    """Record what will be timed for the key, and why, as `tuning.last_decision`."""
+def decided(
+    tuning: KeyTuning,
+    pending: Pending,
+    configs: list[Any],
+    how: str,
+    bench_s: float | None = None,
+) -> None:
+    """Record what will be timed for the key, and why (`tuning.record`); `bench_s`: the
+    seconds Triton's benchmarking took in the rounds, when they ran."""
     pending.timed = [config_params(c) for c in configs]
     search = pending.search
-    tuning.last_decision = {
+    decision: dict[str, Any] = {
         "key": pending.key,
         "given": pending.given,
         "ceiling": tuning.budget(pending.given),
@@ -183,3 +224,6 @@ def decided(tuning: MemoryTuning, pending: Pending, configs: list[Any], how: str
         "origins": [pending.origins.get(params_key(p), "given") for p in pending.timed],
         "configs": pending.timed,
     }
+    if bench_s is not None:
+        decision["bench_s"] = bench_s
+    tuning.record(pending, decision)

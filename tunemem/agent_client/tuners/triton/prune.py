@@ -5,7 +5,7 @@
 
 Triton calls `early_config_prune(configs, named_args, **kwargs)` once per new key, before it
 times anything; this one asks the memory for the best `top_k` of the given configurations for
-the key (the drop-in's opening round: `triton_autotune.MemoryTuning.choose` without
+the key (the drop-in's opening round: `autotune.MemoryTuning.choose` without
 benchmarking) and returns them, or all of them when the memory cannot help (one warning).
 Triton then times them as always, and the capture (`tunemem capture`, or
 `tunemem.capture.triton`) sends the timings back. The kernel's name and key names are read
@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from tunemem.agent_client.tuners.triton_autotune import MemoryTuning
+from tunemem.agent_client.tuners.triton.autotune import MemoryTuning
 
 
 class MemoryPrune:

@@ -7,7 +7,7 @@ default this project's Triton kernel, `kernels.moe_timing.benchmark_config`):
 
 1. the first round times what other GPUs chose: the shipped files the memory holds for the
    same and nearby (E, N), ranked by shape, batch size and how alike their GPU is to this one
-   (`moe_memory.rank_shipped`), plus vLLM's default configuration for the batch size;
+   (`memory.rank_shipped`), plus vLLM's default configuration for the batch size;
 2. later rounds time, for each batch size, the best configurations found so far at the two
    nearest batch sizes of this run, the memory's suggestions given this batch size's
    observations (`POST /v1/suggest`: the service's performance model learns from what the run
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tunemem.agent_client.tuners.moe_memory import MoeMemory, chip_similarities
-from tunemem.agent_client.tuners.moe_rounds import (
+from tunemem.agent_client.tuners.moe.memory import MoeMemory, chip_similarities
+from tunemem.agent_client.tuners.moe.rounds import (
     FALLBACK_SEED,
     Benchmark,
     MoeShape,

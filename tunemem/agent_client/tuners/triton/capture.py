@@ -4,7 +4,7 @@ Triton calls `triton.knobs.autotuning.listener(fn=, key=, best_config=, configs_
 duration=, cache_hit=)` after each autotune (`triton/runtime/autotuner.py`, `Autotuner.run`).
 `TritonCapture.install()` sets that listener (keeping one already set, which is called after
 it); the listener only snapshots what Triton gives and queues it, and the memory link's
-`Reporter` turns it into a trajectory (`triton_capture_records`) and uploads it on a
+`Reporter` turns it into a trajectory (`capture_records`) and uploads it on a
 background thread, bounded (a full queue drops and counts, a failure warns once and leaves the
 memory alone for `RETRY_AFTER_S`). Nothing the memory does, and no error of the capture's own,
 reaches the program: the listener catches everything. A kernel already hooked to the memory
@@ -14,7 +14,7 @@ Provenance: a cache hit (`cache_hit=True`: Triton read the timings from its disk
 configuration was left and none was timed) is not a measurement, so nothing is uploaded for it
 (counted in `skipped_cache_hits`). Under `TRITON_INTERPRET=1` the timings are the interpreter's
 wall clock on the CPU: uploaded with no latency, the wall clock kept as a metric, the run
-marked `interpreter` (`triton_capture_records`).
+marked `interpreter` (`capture_records`).
 
 Two Tritons cannot take the listener: one without `knobs.autotuning.listener` (older than the
 listener) says so in `reason` and captures nothing; and under the interpreter Triton 3.9's
@@ -33,8 +33,8 @@ import warnings
 from typing import Any
 
 from tunemem.agent_client.tuners.memory_link import MemoryLink, Reporter, brief
-from tunemem.agent_client.tuners.triton_capture_records import Autotune, trajectory
-from tunemem.agent_client.tuners.triton_records import interpreting
+from tunemem.agent_client.tuners.triton.capture_records import Autotune, trajectory
+from tunemem.agent_client.tuners.triton.records import interpreting
 
 # Autotunes queued for upload, at most; past this they are dropped and counted.
 MAX_PENDING = 1_000

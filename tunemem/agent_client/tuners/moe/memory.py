@@ -7,32 +7,29 @@ observations (the service's performance model learns from what the run has repor
 and every timing, reported back as a trajectory per batch size and round plus outcomes of the
 suggestions timed.
 
-The memory is untrusted, on the tuners' policy (`memory_link`): every request is bounded by
-one deadline (answer included), never retried, and its answer capped; every shipped entry and
-every suggestion is checked against the layer (a positive E and N) and vLLM's space
-(`kernels.moe_space.config_problem`) before it may be timed, and what fails the checks is
-counted, never timed. The first failure prints one warning and the memory is left alone for
-the rest of the run: the tuning goes on without it. A memory that answers 429 is busy, not
-away: that request's help is skipped and the next round asks again.
+The memory is untrusted, on the tuners' one policy (`memory_policy.MemoryGuard` over
+`memory_link`), as the Triton drop-in: every request is bounded by one deadline (answer
+included), never retried, and its answer capped; a failure prints one warning
+(`MemoryUnavailableWarning`, the tuners' one class) and the memory is left alone (five
+minutes: in practice the rest of the run); a memory that answers 429 is busy, not away, and is
+left alone for its Retry-After. Reports and uploads go on the guard's background thread; the
+next question waits for them at most one deadline, so the service's model has learnt from the
+round before it suggests. Every shipped entry and every suggestion is checked against the
+layer (a positive E and N) and vLLM's space (`kernels.moe_space.config_problem`) before it may
+be timed, and what fails the checks is counted, never timed.
 """
 
 from __future__ import annotations
 
 import math
-import uuid
 import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from tunemem.agent_client.models import Outcome
 from tunemem.agent_client.tuners.memory_answers import usable_suggestions
-from tunemem.agent_client.tuners.memory_link import (
-    MAX_ANSWER_BYTES,
-    MemoryBusyError,
-    MemoryLink,
-    MemoryLinkError,
-    brief,
-)
+from tunemem.agent_client.tuners.memory_link import MAX_ANSWER_BYTES, MemoryLink
+from tunemem.agent_client.tuners.memory_policy import MemoryGuard, MemoryUnavailableWarning
+from tunemem.agent_client.tuners.moe.records import outcomes, trajectory
 from tunemem.kernels.moe_space import (
     PARAMS,
     config_key,
@@ -58,9 +55,7 @@ MAX_PAGES = 20
 # Suggest answers in a row holding nothing usable before the memory is not asked again.
 IDLE_ANSWERS = 2
 
-
-class MemoryUnavailableWarning(UserWarning):
-    """The memory could not help: the tuner goes on with its documented sample."""
+__all__ = ["MemoryUnavailableWarning", "MoeMemory", "ShippedEntry", "entries_of", "rank_shipped"]
 
 
 @dataclass(frozen=True)
@@ -162,7 +157,7 @@ def chip_similarities(target: str, chips: set[str]) -> dict[str, float]:
 
 
 class MoeMemory:
-    """The memory's part in one tuning run; every call fails soft after one warning.
+    """The memory's part in one tuning run, on the tuners' policy (see the module).
 
     Args:
         url: the memory's address (None, with no client: no memory).
@@ -181,6 +176,7 @@ class MoeMemory:
         max_answer_bytes: int = MAX_ANSWER_BYTES,
     ) -> None:
         self.url = url
+        self.timeout_s = timeout_s
         self.link = (
             MemoryLink(
                 url or "http://client",
@@ -192,50 +188,34 @@ class MoeMemory:
             if url is not None or client is not None
             else None
         )
-        self.down = self.link is None
+        self.guard = MemoryGuard(self.link, self._warn, note=self._note)
         self.warnings: list[str] = []
         self.sent = 0
-        self.failed_reports = 0
         self.refused = 0  # suggestions outside the run's pool (vLLM's space), tried or malformed
-        self.busy = 0  # requests answered 429
         self.idle = 0  # suggest answers in a row with nothing usable and something refused
 
-    def _fail(self, what: str, exc: BaseException) -> None:
-        if isinstance(exc, MemoryBusyError):
-            self.busy += 1
-            if self.busy == 1:
-                self.warnings.append(
-                    f"tunemem: memory at {self.url} busy ({what}); asked again next round"
-                )
-            return
-        why = str(exc)[:200] if isinstance(exc, MemoryLinkError) else brief(exc)
-        message = f"tunemem: memory at {self.url} unavailable ({what}: {why})"
-        self.down = True
-        self.warnings.append(message)
-        warnings.warn(message + "; tuning goes on without it", MemoryUnavailableWarning, 3)
+    @property
+    def down(self) -> bool:
+        """No memory, or it failed in this run (and is left alone)."""
+        return self.link is None or self.guard.failures > 0
+
+    @property
+    def busy(self) -> int:
+        """Questions the memory answered 429."""
+        return self.guard.busy
+
+    def _warn(self, message: str) -> None:
+        line = f"tunemem: memory at {self.url} {message}"
+        self.warnings.append(line)
+        warnings.warn(line + "; tuning goes on without it", MemoryUnavailableWarning, 2)
+
+    def _note(self, message: str) -> None:
+        self.warnings.append(f"tunemem: memory at {self.url} {message}")
 
     def shipped(self) -> list[ShippedEntry]:
         """Every per-batch-size entry of the shipped files the memory holds (those of a MoE
         layer and of vLLM's space: `entries_of`)."""
-        if self.down or self.link is None:
-            return []
-        out: list[ShippedEntry] = []
-        try:
-            for page_no in range(MAX_PAGES):
-                page = self.link.list_lessons(
-                    op=OP, kind="exemplar", limit=PAGE, offset=page_no * PAGE
-                )
-                lessons = page.get("data") if isinstance(page, dict) else None
-                if not isinstance(lessons, list):
-                    raise ValueError("the answer holds no list of lessons")
-                for lesson in lessons:
-                    out.extend(entries_of(lesson))
-                if len(lessons) < PAGE:
-                    break
-        except Exception as exc:  # whatever the memory does, the tuning goes on
-            self._fail("listing shipped configurations", exc)
-            return []
-        return out
+        return self.guard.ask("listing shipped configurations", _shipped) or []
 
     def suggest(
         self,
@@ -249,8 +229,10 @@ class MoeMemory:
         """The service's next configurations of `valid` given the observations:
         (retrieval id, [(config, source, lesson ids)]); only untried configurations of
         `valid` (the run's pool, all of vLLM's space) come back."""
-        if self.down or self.link is None:
+        if not self.guard.available:
             return None, []
+        # The round before has gone back first: the service's model learns from it.
+        self.guard.flush(self.timeout_s)
         params: dict[str, list[int]] = {p: sorted({c[p] for c in valid}) for p in PARAMS}
         body_obs = [
             {"config": c, "latency_ms": us / 1e3, "feasible": True}
@@ -258,8 +240,9 @@ class MoeMemory:
             else {"config": c, "feasible": False}
             for c, us in observations
         ]
-        try:
-            answer = self.link.suggest(
+        answer = self.guard.ask(
+            "suggest",
+            lambda link: link.suggest(
                 task=task,
                 context=context,
                 space={"params": params, "valid": valid},
@@ -267,9 +250,9 @@ class MoeMemory:
                 k=max(1, min(k, 100)),
                 stage="refine",
                 seed=seed,
-            )
-        except Exception as exc:
-            self._fail("suggest", exc)
+            ),
+        )
+        if answer is None:
             return None, []
         usable, refused = usable_suggestions(
             answer,
@@ -287,12 +270,9 @@ class MoeMemory:
         self.refused += refused
         self.idle = self.idle + 1 if refused and not out else 0
         if self.idle >= IDLE_ANSWERS:
-            self._fail(
-                "suggest",
-                ValueError(
-                    f"{self.idle} answers in a row held no untried configuration of vLLM's "
-                    f"space ({self.refused} suggestion(s) refused)"
-                ),
+            self.guard.fail(
+                f"unavailable (suggest: {self.idle} answers in a row held no untried "
+                f"configuration of vLLM's space; {self.refused} suggestion(s) refused)"
             )
             return None, []
         rid = answer.get("retrieval_id")
@@ -308,79 +288,40 @@ class MoeMemory:
     ) -> None:
         """One round of one batch size back to the memory: outcomes of the suggestions that
         were timed (against their retrieval), then the round as a trajectory; `provenance`
-        ({origin, device_reported}) says how the timings were obtained."""
-        if self.down or self.link is None or not timed:
+        ({origin, device_reported}) says how the timings were obtained. Sent in the
+        background (`memory_policy.MemoryGuard.submit`); dropped while the memory is left
+        alone."""
+        if not timed or not self.guard.available:
             return
-        try:
-            best: float | None = evidence.get("best_before_us")
-            for row in timed:
-                if row.get("retrieval_id") and row.get("lessons"):
-                    ok = row["us"] is not None
-                    outcome = Outcome(
-                        compiled=ok,
-                        correct=True if ok else None,
-                        latency_ms=row["us"] / 1e3 if ok else None,
-                        best_before_ms=best / 1e3 if best is not None else None,
-                        error=None if ok else (row.get("error") or "failed")[:200],
-                        provenance=dict(provenance) if provenance else None,
-                        # vLLM's benchmark answers the mean of its runs, not their spread
-                        config=dict(row["config"]),
-                    )
-                    self.link.report(row["retrieval_id"], outcome, used=row["lessons"])
-                if row["us"] is not None:
-                    best = row["us"] if best is None else min(best, row["us"])
-            self.link.upload_trajectories([trajectory(task, context, timed, evidence, provenance)])
+        reports = outcomes(timed, evidence.get("best_before_us"), provenance)
+        run = trajectory(task, context, timed, evidence, provenance)
+
+        def send(link: MemoryLink) -> None:
+            for retrieval_id, outcome, used in reports:
+                link.report(retrieval_id, outcome, used=used)
+            link.upload_trajectories([run])
             self.sent += 1
-        except Exception as exc:
-            self.failed_reports += 1
-            self._fail("report", exc)
+
+        self.guard.submit(send)
 
     def close(self) -> None:
+        """Wait for the reports in flight (two deadlines at most), then close the link."""
         if self.link is not None:
-            self.link.close()
+            self.guard.flush(2 * self.timeout_s)
+        self.guard.close()
 
 
-def trajectory(
-    task: dict[str, Any],
-    context: dict[str, Any],
-    timed: list[dict[str, Any]],
-    evidence: dict[str, Any],
-    provenance: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """One round of one batch size as a native trajectory record (latencies in ms)."""
-    attempts = []
-    for index, row in enumerate(timed):
-        ok = row["us"] is not None
-        attempts.append(
-            {
-                "index": index,
-                "params": dict(row["config"]),
-                "code": None,
-                "compiled": ok,
-                "correct": True if ok else None,
-                "error_category": None if ok else "runtime",
-                "error": None if ok else (row.get("error") or "failed")[:500],
-                "latency_ms": row["us"] / 1e3 if ok else None,
-                "latency_min_ms": None,
-                "repetitions": None,
-                "metrics": {},
-            }
-        )
-    return {
-        "version": 1,
-        "source_format": "native",
-        "source": f"tunemem-tune-moe:{uuid.uuid4().hex[:12]}",
-        "task": task,
-        "context": context,
-        "attempts": attempts,
-        "baseline_latency_ms": None,
-        "evidence": {
-            "tuner": "tunemem tune moe",
-            "origins": [row["origin"] for row in timed],
-            "latency_ms": "the timing function's microseconds / 1000",
-            **{k: v for k, v in evidence.items() if k != "best_before_us"},
-        },
-        "synthetic": False,
-        # One round times a few configurations of the batch size: a partial run.
-        "provenance": {**(provenance or {"origin": "unstated"}), "coverage": "partial"},
-    }
+def _shipped(link: MemoryLink) -> list[ShippedEntry]:
+    """Every page of the memory's vLLM exemplars, read into entries (`MAX_PAGES` at most);
+    ValueError when a page holds no list of lessons."""
+    out: list[ShippedEntry] = []
+    for page_no in range(MAX_PAGES):
+        page = link.list_lessons(op=OP, kind="exemplar", limit=PAGE, offset=page_no * PAGE)
+        lessons = page.get("data") if isinstance(page, dict) else None
+        if not isinstance(lessons, list):
+            raise ValueError("the answer holds no list of lessons")
+        for lesson in lessons:
+            out.extend(entries_of(lesson))
+        if len(lessons) < PAGE:
+            break
+    return out

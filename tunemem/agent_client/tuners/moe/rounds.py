@@ -4,7 +4,7 @@ The first round times other GPUs' choices nearest each batch size plus vLLM's de
 (without a memory: the default and a seeded random sample); later rounds time the nearest
 batch sizes' best, the memory's suggestions given the batch size's observations, and the
 nearest untimed configurations to the batch size's best so far. Every round goes back to the
-memory (`moe_memory.MoeMemory.report`) before the next.
+memory (`memory.MoeMemory.report`) before the next.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tunemem.agent_client.tuners.moe_memory import KERNEL, OP, MoeMemory, rank_shipped
+from tunemem.agent_client.tuners.moe.memory import KERNEL, OP, MoeMemory, rank_shipped
 from tunemem.kernels.moe_space import DTYPES, PARAMS, config_key, config_problem, default_config
 
 FALLBACK_SEED = 0
