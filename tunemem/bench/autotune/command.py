@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from tunemem.bench.autotune.cold import ColdAutotuneBench, render_cold
 from tunemem.bench.autotune.run import AutotuneBench, parser, render_markdown
+from tunemem.bench.common.options import prog
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = parser(prog("autotune", argv)).parse_args(argv)
     if args.device == "cuda":
         import torch
 

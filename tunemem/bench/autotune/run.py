@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from tunemem.bench.autotune.report import render_markdown, summarise, to_trajectories
+from tunemem.bench.common.options import Listed, prog
 from tunemem.bench.common.paths import RESULTS_OF, SWEEPS
 from tunemem.bench.live.memories import MemoryPool, MemorySpec, load_sweeps
 
@@ -41,21 +42,33 @@ DEFAULT_TASKS = ("softmax", "rmsnorm", "decode_attention", "attention", "gemm")
 GOALS = {"wall_ratio_at_most": 0.2, "speed_at_least": 0.98, "shapes_share_at_least": 0.9}
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--tasks", default=",".join(DEFAULT_TASKS))
+def parser(name: str = prog("autotune", None)) -> argparse.ArgumentParser:
+    """The options of `tunemem bench autotune` and `python -m tunemem.bench.autotune`."""
+    p = argparse.ArgumentParser(prog=name, description=__doc__.splitlines()[0])
+    p.add_argument("--tasks", default=",".join(DEFAULT_TASKS), help="kernels, comma-separated")
     p.add_argument("--shapes", type=int, default=0, help="shapes per task (0: all)")
-    p.add_argument("--sweeps", type=Path, default=SWEEPS)
-    p.add_argument("--trajectories", type=Path, default=SWEEPS)
-    p.add_argument("--out", type=Path, default=RESULTS_OF["autotune"])
+    p.add_argument("--sweeps", type=Path, default=SWEEPS, help="recorded sweeps")
+    p.add_argument(
+        "--trajectories", type=Path, default=SWEEPS, help="where autotune-<task>.jsonl go"
+    )
+    p.add_argument(
+        "--out", type=Path, default=RESULTS_OF["autotune"], help="where autotune.json and .md go"
+    )
     p.add_argument("--top-k", type=float, default=5, help="configurations the drop-in times")
     p.add_argument("--explore", type=float, default=0.5, help="the drop-in's exploration share")
-    p.add_argument("--options", type=json.loads, default=None, help="ranking options (JSON)")
+    p.add_argument(
+        "--options",
+        type=json.loads,
+        default=None,
+        help='the drop-in\'s ranking options, JSON ({"lam": 0.0})',
+    )
     p.add_argument("--rounds", type=int, default=5, help="interleaved re-timing rounds")
     p.add_argument("--workers", type=int, default=8, help="memories prepared at once")
     p.add_argument("--budget-s", type=float, default=540.0, help="wall-clock budget")
-    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--device", choices=("cuda", "cpu"), default="cuda", help="cuda, or cpu (the interpreter)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="the drop-in's seed")
     p.add_argument("--name", default="autotune", help="result files' name")
     p.add_argument(
         "--full-only",
@@ -67,7 +80,14 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the cold protocol: an empty memory per kernel and key order (bench.autotune.cold)",
     )
-    p.add_argument("--orders", type=int, nargs="+", default=[0], help="cold key orders (seeds)")
+    p.add_argument(
+        "--orders",
+        action=Listed,
+        item=int,
+        what="seeds (0,1,2 or 0 1 2)",
+        default=[0],
+        help="--cold key orders: seeds",
+    )
     p.add_argument(
         "--full-from",
         type=Path,

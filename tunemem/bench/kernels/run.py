@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tunemem.bench.common.options import Listed, prog
 from tunemem.bench.common.paths import RESULTS_OF
 from tunemem.bench.common.results import memory_held, provenance, write_result
 from tunemem.bench.kernels.report import goal_checks, render_markdown
@@ -330,23 +331,28 @@ def merge_results(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=RESULTS_OF["kernels"])
-    parser.add_argument("--trajectories", type=Path, default=None)
-    parser.add_argument("--tasks", default=",".join(task_names()))
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--budget-s", type=float, default=None)
-    parser.add_argument("--warmup-ms", type=float, default=10.0)
-    parser.add_argument("--rep-ms", type=float, default=40.0)
-    parser.add_argument(
+def parser(name: str = prog("kernels", None)) -> argparse.ArgumentParser:
+    """The options of `tunemem bench kernels` and `python -m tunemem.bench.kernels`."""
+    p = argparse.ArgumentParser(prog=name, description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, default=RESULTS_OF["kernels"], help="results folder")
+    p.add_argument("--trajectories", type=Path, default=None, help="where <task>.jsonl go")
+    p.add_argument("--tasks", default=",".join(task_names()), help="kernels, comma-separated")
+    p.add_argument("--quick", action="store_true", help="fewer shapes and timings (a smoke test)")
+    p.add_argument("--budget-s", type=float, default=None, help="wall-clock budget, seconds")
+    p.add_argument("--warmup-ms", type=float, default=10.0)
+    p.add_argument("--rep-ms", type=float, default=40.0)
+    p.add_argument(
         "--merge",
-        type=Path,
-        nargs="+",
+        action=Listed,
+        item=Path,
         default=None,
         help="merge these kernels.json files into --out instead of running",
     )
-    args = parser.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser(prog("kernels", argv)).parse_args(argv)
     if args.merge:
         result = merge_results([json.loads(path.read_text()) for path in args.merge])
         result.setdefault("memory_held", memory_held("none", "the kernels are timed on their own"))

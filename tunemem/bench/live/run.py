@@ -33,6 +33,7 @@ from tunemem.bench.common.arms import (
     WIDEN_K,
     arm_proposer,
 )
+from tunemem.bench.common.options import Listed, prog
 from tunemem.bench.common.paths import RESULTS_OF, SWEEPS
 from tunemem.bench.live.markdown import LIVE_HELD, render_markdown, save
 from tunemem.bench.live.memories import (
@@ -325,19 +326,24 @@ class LiveBench:
             write_trajectories(records, folder / f"live-{name}.jsonl")
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--tasks", default=",".join(DEFAULT_TASKS))
+def parser(name: str = prog("live", None)) -> argparse.ArgumentParser:
+    """The options of `tunemem bench live` and `python -m tunemem.bench.live`."""
+    p = argparse.ArgumentParser(prog=name, description=__doc__.splitlines()[0])
+    p.add_argument("--tasks", default=",".join(DEFAULT_TASKS), help="kernels, comma-separated")
     p.add_argument("--budget", type=int, default=10, help="live attempts per run")
-    p.add_argument("--arms", default=",".join(LIVE_ARMS))
-    p.add_argument("--settings", default=",".join(SETTINGS))
+    p.add_argument(
+        "--arms",
+        default=",".join(LIVE_ARMS),
+        help="random, similarity, value_backoff, default (the agent on suggest)",
+    )
+    p.add_argument("--settings", default=",".join(SETTINGS), help="same_task, all_tasks")
     p.add_argument("--shapes", type=int, default=0, help="held-out shapes per task (0: all)")
-    p.add_argument("--sweeps", type=Path, default=SWEEPS)
-    p.add_argument("--trajectories", type=Path, default=SWEEPS)
-    p.add_argument("--out", type=Path, default=RESULTS_OF["live"])
+    p.add_argument("--sweeps", type=Path, default=SWEEPS, help="recorded sweeps")
+    p.add_argument("--trajectories", type=Path, default=SWEEPS, help="where live-<task>.jsonl go")
+    p.add_argument("--out", type=Path, default=RESULTS_OF["live"], help="where live.json go")
     p.add_argument("--warmup-ms", type=float, default=5.0)
     p.add_argument("--rep-ms", type=float, default=30.0)
-    p.add_argument("--budget-s", type=float, default=540.0, help="wall-clock budget")
+    p.add_argument("--budget-s", type=float, default=540.0, help="wall-clock budget, seconds")
     p.add_argument("--workers", type=int, default=6, help="memories prepared at once")
     p.add_argument("--k", type=int, default=3)
     p.add_argument(
@@ -345,19 +351,26 @@ def parser() -> argparse.ArgumentParser:
         default="minilm",
         help="the memories' embedder: minilm (the service's default) or hashing (no weights)",
     )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--no-resweep", dest="resweep", action="store_false")
+    p.add_argument("--seed", type=int, default=0, help="the agent's and the search's seed")
+    p.add_argument(
+        "--resweep",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="re-run each held-out shape's sweep",
+    )
     p.add_argument(
         "--quiet-timing",
         action="store_true",
         help="prepare each shape's memories before timing it, none while it is timed",
     )
-    p.add_argument("--merge", type=Path, nargs="+", help="merge live.json files into --out")
+    p.add_argument(
+        "--merge", action=Listed, item=Path, help="merge these live.json files into --out instead"
+    )
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = parser(prog("live", argv)).parse_args(argv)
     args.command = (
         " ".join(["python -m tunemem.bench.live", *sys.argv[1:]])
         if argv is None
