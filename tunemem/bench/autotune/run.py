@@ -96,6 +96,13 @@ def parser(name: str = prog("autotune", None)) -> argparse.ArgumentParser:
     return p
 
 
+# The Markdown of a --full-only run, whose JSON is read back by --full-from.
+FULL_ONLY = (
+    "# bench autotune: the full autotune arm only\n\nThe full `triton.autotune` of each task's "
+    "shapes, kept for a later run's `--full-from`; no drop-in ran, nothing is compared.\n"
+)
+
+
 def _top_k(value: float) -> int | float:
     return int(value) if value >= 1 else value
 
@@ -278,11 +285,11 @@ class AutotuneBench:
             "full_timings": full["timings"],
         }
 
-    def machine(self) -> dict[str, Any]:
-        from tunemem.bench.common.results import machine
+    def device(self) -> dict[str, Any]:
+        """What the result's machine adds for the GPU (or the interpreter): its toolchain."""
         from tunemem.kernels.evidence import toolchain_versions
 
-        found: dict[str, Any] = {**toolchain_versions(), **machine()}
+        found: dict[str, Any] = toolchain_versions()
         if self.args.device == "cuda":
             import torch
 
@@ -291,14 +298,16 @@ class AutotuneBench:
             found["gpu"] = "none (Triton interpreter on the CPU)"
         return found
 
-    def report_head(self, benchmark: str, held: dict[str, str]) -> dict[str, Any]:
-        """What every `bench autotune` report begins with, full-cache or cold."""
+    def report_head(self, benchmark: str, held: dict[str, str], seeds: list[int]) -> dict[str, Any]:
+        """What every `bench autotune` report begins with, full-cache or cold: with what the
+        memory held and how to reproduce it (`provenance`; timed, on the GPU or the CPU)."""
+        from tunemem.bench.common.results import provenance
+
         return {
             "benchmark": benchmark,
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "run_id": self.run_id,
-            "command": "python -m tunemem.bench.autotune " + " ".join(sys.argv[1:]),
-            "machine": self.machine(),
+            **provenance(self.args.command, seeds, "measured", self.device()),
             "device": self.args.device,
             "memory_held": held,
             "top_k": _top_k(self.args.top_k),
@@ -310,17 +319,13 @@ class AutotuneBench:
     def save(self, report: dict[str, Any], markdown: str | None) -> dict[str, Any]:
         """Write the report's JSON, its Markdown (unless None) and the trajectories, in --out
         and --trajectories under --name; the one writer of both protocols."""
-        from tunemem.bench.common.results import with_memory_held
+        from tunemem.bench.common.results import write_result
         from tunemem.ingest.records import TrajectoryRecord
         from tunemem.kernels.sweep import write_trajectories
 
-        out = self.args.out
-        out.mkdir(parents=True, exist_ok=True)
-        (out / f"{self.args.name}.json").write_text(json.dumps(report, indent=1, default=str))
+        write_result(self.args.out, self.args.name, report, markdown or FULL_ONLY)
         if markdown is None:
             return report
-        markdown = with_memory_held(markdown, report["memory_held"])
-        (out / f"{self.args.name}.md").write_text(markdown)
         self.args.trajectories.mkdir(parents=True, exist_ok=True)
         for name, records in self.trajectories.items():
             write_trajectories(
@@ -338,7 +343,7 @@ class AutotuneBench:
             "shapes and nothing of the held-out one",
         )
         report = {
-            **self.report_head("autotune", held),
+            **self.report_head("autotune", held, [self.args.seed]),
             "options": self.args.options,
             "goals": GOALS,
             "elapsed_s": time.monotonic() - self.started,

@@ -7,6 +7,8 @@ spelling either entry point has accepted (`--orders 0,1,2`, `--orders 0 1 2`,
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,6 +17,12 @@ def prog(name: str, argv: Sequence[str] | None) -> str:
     """How the command that parses `argv` is called: `tunemem bench <name>` hands its arguments
     over as a list, `python -m tunemem.bench.<name>` leaves them in `sys.argv` (None)."""
     return f"python -m tunemem.bench.{name}" if argv is None else f"tunemem bench {name}"
+
+
+def command_line(name: str, argv: Sequence[str] | None) -> str:
+    """The exact command that ran: the entry point `prog` names and the arguments as given."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    return " ".join([prog(name, argv), shlex.join(words)]).strip()
 
 
 class Listed(argparse.Action):

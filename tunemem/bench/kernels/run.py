@@ -13,14 +13,18 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from tunemem.bench.common.options import Listed, prog
+from tunemem.bench.common.options import Listed, command_line, prog
 from tunemem.bench.common.paths import RESULTS_OF
-from tunemem.bench.common.results import memory_held, provenance, write_result
+from tunemem.bench.common.results import (
+    memory_held,
+    merged_provenance,
+    provenance,
+    write_result,
+)
 from tunemem.bench.kernels.report import goal_checks, render_markdown
 from tunemem.ingest.records import stable_hash
 from tunemem.kernels.catalogue import get_task, task_names
@@ -192,6 +196,7 @@ def run_kernel_bench(
     time_budget_s: float | None = None,
     warmup_ms: float = 10.0,
     rep_ms: float = 40.0,
+    command: str,
 ) -> dict:
     """Tune every task on this machine's GPU; write kernels.json, kernels.md and trajectories.
 
@@ -202,6 +207,7 @@ def run_kernel_bench(
         trajectories_dir: where `<task>.jsonl` go (default: out_dir/<chip id>).
         time_budget_s: wall-clock budget for the sweeps; shapes share it evenly.
         warmup_ms, rep_ms: do_bench warm-up and repetition time per measurement.
+        command: the command line that ran it, as the result records it.
 
     Returns:
         The report that kernels.json holds.
@@ -268,11 +274,6 @@ def run_kernel_bench(
     result = {
         "benchmark": "kernels",
         "memory_held": memory_held("none", "the kernels are timed on their own"),
-        "machine": {
-            "gpu": device_name,
-            **toolchain_versions(),
-            "sms": torch.cuda.get_device_properties(0).multi_processor_count,
-        },
         "limits": {"descriptor": limits, "measured_copy": copy},
         "settings": {
             "quick": quick,
@@ -284,9 +285,14 @@ def run_kernel_bench(
             "latency": "median of triton.testing.do_bench runs, L2 flushed per run",
         },
         **provenance(
-            " ".join(["python -m tunemem.bench.kernels", *sys.argv[1:]]),
+            command,
             seeds=[0],  # timed, nothing drawn at random
             kind="measured",
+            device={
+                "gpu": device_name,
+                **toolchain_versions(),
+                "sms": torch.cuda.get_device_properties(0).multi_processor_count,
+            },
         ),
         "rows": rows,
         "trajectory_files": files,
@@ -297,7 +303,7 @@ def run_kernel_bench(
     return result
 
 
-def merge_results(parts: list[dict[str, Any]]) -> dict[str, Any]:
+def merge_results(parts: list[dict[str, Any]], command: str) -> dict[str, Any]:
     """One report from several runs on the same machine (e.g. tasks split across calls).
 
     Rows keep the limits of the run that measured them; where two runs measured the same task
@@ -317,7 +323,7 @@ def merge_results(parts: list[dict[str, Any]]) -> dict[str, Any]:
     merged["rows"] = list(latest.values())
     merged["trajectory_files"] = [f for part in parts for f in part["trajectory_files"]]
     merged["elapsed_s"] = sum(part["elapsed_s"] for part in parts)
-    merged["command"] = " ; ".join(part["command"] for part in parts)
+    merged.update(merged_provenance(parts, command))
     merged["runs"] = [
         {
             "run_id": part["settings"]["run_id"],
@@ -354,7 +360,8 @@ def parser(name: str = prog("kernels", None)) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser(prog("kernels", argv)).parse_args(argv)
     if args.merge:
-        result = merge_results([json.loads(path.read_text()) for path in args.merge])
+        parts = [json.loads(path.read_text()) for path in args.merge]
+        result = merge_results(parts, command_line("kernels", argv))
         result.setdefault("memory_held", memory_held("none", "the kernels are timed on their own"))
         write_result(args.out, "kernels", result, render_markdown(result))
         return 0
@@ -366,6 +373,7 @@ def main(argv: list[str] | None = None) -> int:
         time_budget_s=args.budget_s,
         warmup_ms=args.warmup_ms,
         rep_ms=args.rep_ms,
+        command=command_line("kernels", argv),
     )
     return 0
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,9 +32,10 @@ from tunemem.bench.common.arms import (
     WIDEN_K,
     arm_proposer,
 )
-from tunemem.bench.common.options import Listed, prog
+from tunemem.bench.common.options import Listed, command_line, prog
 from tunemem.bench.common.paths import RESULTS_OF, SWEEPS
-from tunemem.bench.live.markdown import LIVE_HELD, render_markdown, save
+from tunemem.bench.common.results import merged_provenance, provenance
+from tunemem.bench.live.markdown import LIVE_HELD, save
 from tunemem.bench.live.memories import (
     MemoryPool,
     MemorySpec,
@@ -270,17 +270,16 @@ class LiveBench:
         finally:
             pool.close()
 
-    def machine(self) -> dict[str, Any]:
+    def device(self) -> dict[str, Any]:
+        """What the result's machine adds for the GPU: its name, SMs and the toolchain."""
         import torch
 
-        from tunemem.bench.common.results import machine
         from tunemem.kernels.evidence import toolchain_versions
 
         return {
             "gpu": self.device_name,
             "sms": torch.cuda.get_device_properties(0).multi_processor_count,
             **toolchain_versions(),
-            **machine(),
         }
 
     def write(self, partial: bool = False) -> dict[str, Any]:
@@ -290,8 +289,7 @@ class LiveBench:
             "partial": partial,
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "run_id": self.run_id,
-            "command": self.args.command,
-            "machine": self.machine(),
+            **provenance(self.args.command, [self.args.seed], "measured", self.device()),
             "service": (
                 "fresh embedded store per memory, index "
                 f"{LIVE_SERVICE_SETTINGS['index']} (chromadb is not on the GPU machine), "
@@ -314,7 +312,7 @@ class LiveBench:
             "shapes": self.shapes,
         }
         report = score_report(raw)
-        save(self.args.out, report)
+        save(self.args.out, report, echo=not partial)
         self.save_trajectories()
         return report
 
@@ -371,14 +369,10 @@ def parser(name: str = prog("live", None)) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser(prog("live", argv)).parse_args(argv)
-    args.command = (
-        " ".join(["python -m tunemem.bench.live", *sys.argv[1:]])
-        if argv is None
-        else " ".join(["tunemem bench live", *argv])
-    )
+    args.command = command_line("live", argv)
     if args.merge:
-        report = merge([json.loads(path.read_text()) for path in args.merge])
-        print(save(args.out, report))
+        parts = [json.loads(path.read_text()) for path in args.merge]
+        save(args.out, {**merge(parts), **merged_provenance(parts, args.command)})
         return 0
     args.tasks = [t for t in args.tasks.split(",") if t]
     args.arms = [a for a in args.arms.split(",") if a]
@@ -391,8 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     deadline = bench.started + args.budget_s
     for name in args.tasks:
         bench.run_task(name, deadline)
-    report = bench.write(partial=False)
-    print(render_markdown(report))
+    bench.write(partial=False)
     return 0
 
 
