@@ -136,3 +136,19 @@ def test_joined_results_keep_every_part_and_refuse_a_part_without_provenance() -
         merged_provenance([one, {**two, "code_version": None}], "merge")
     with pytest.raises(ValueError, match="measured and replayed"):
         merged_provenance([one, {**two, "measurement": "replayed"}], "merge")
+
+
+def test_a_moe_live_result_carries_its_provenance(tmp_path) -> None:
+    from tunemem.bench.moe.live_h200 import write_live
+
+    arm = {"config": {}, "us_in_run": 150.0, "timed": 16, "origin": "local", "us_now": 160.0}
+    row = {"m": 1, "recorded_best": {}, "recorded_best_us": 150.0, "recorded_best_now_us": 160.0}
+    rows = [{**row, "shipped": arm, "no-memory": {**arm, "us_now": 200.0}}]
+    command = "python -m tunemem.bench.moe.live_h200 --shipped-dump d.json --landscape l.jsonl.gz"
+    write_live(tmp_path, "mixtral", 16, rows, {}, command, {"gpu": GPU, "torch": "x"})
+    result = recorded(tmp_path, "live", command, "shipped", [0])
+    assert result["machine"]["gpu"] == GPU
+    assert (
+        "| 1 | 150.0 | 160.0 | 160.0 (1.000, local) | 200.0 (0.800, local) |"
+        in (tmp_path / "live.md").read_text()
+    )
