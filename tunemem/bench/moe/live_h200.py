@@ -158,12 +158,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from tunemem.kernels.evidence import toolchain_versions
 
-    timed = {label: {str(m): r for m, r in res.timed.items()} for label, res in runs.items()}
+    by_arm = {label: {str(m): r for m, r in res.timed.items()} for label, res in runs.items()}
     command = shlex.join(
         ["python", "-m", "tunemem.bench.moe.live_h200", *(sys.argv[1:] if argv is None else argv)]
     )
     device = {"gpu": torch.cuda.get_device_name(), **toolchain_versions()}
-    write_live(args.out, args.case, args.budget, rows, timed, command, device)
+    write_live(args.out, args.case, args.budget, rows, by_arm, command, device)
     return 0
 
 
