@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
 
 import pytest
 
@@ -24,7 +26,8 @@ def test_random_k_is_exact_over_every_draw_with_failures_as_zero() -> None:
 def test_the_first_key_is_timed_in_full_and_the_others_within_top_k(tmp_path) -> None:
     out = tmp_path / "cold.json"
     argv = ["--cases", "qwen3-30b-a3b-tp1-bf16", "--configs", "24", "--top-k", "6"]
-    assert main([*argv, "--orders", "0", "--out", str(out)]) == 0
+    argv += ["--orders", "0", "--out", str(out)]
+    assert main(argv) == 0
     result = json.loads(out.read_text())
     rows = result["rows"]
     assert len(rows) == 8 and [r["position"] for r in rows] == list(range(8))
@@ -35,3 +38,9 @@ def test_the_first_key_is_timed_in_full_and_the_others_within_top_k(tmp_path) ->
     assert result["memory_held"]["kind"] == "cold" and result["machine"]
     markdown = out.with_suffix(".md").read_text()
     assert "Memory held: **cold**" in markdown and "qwen3-30b-a3b-tp1-bf16/M=" in markdown
+    # written by write_result: how to make it again
+    command = "python -m tunemem.bench.autotune.landscape_cold " + shlex.join(argv)
+    assert result["command"] == command and f"Reproduce: `{command}`" in markdown
+    assert result["measurement"] == "replayed" and result["seeds"] == [0]
+    assert re.fullmatch(r"[0-9a-f]{40}(\+uncommitted)?|tunemem .+", result["code_version"])
+    assert result["machine"]["cpu"]

@@ -29,7 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import subprocess
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -38,7 +38,7 @@ from typing import Any
 from tunemem.bench.autotune.replay import H200, cold_summary
 from tunemem.bench.common.arms import LIVE_SERVICE_SETTINGS
 from tunemem.bench.common.paths import RESULTS
-from tunemem.bench.common.results import memory_held, memory_held_line
+from tunemem.bench.common.results import memory_held, provenance, started_on, write_result
 from tunemem.bench.moe.landscape import Case, load_case
 from tunemem.kernels.moe_plan import CASES, HELD_OUT, SAMPLE_SEED, SAMPLE_SIZE
 from tunemem.kernels.moe_space import config_key, sample_space
@@ -172,17 +172,6 @@ def cold_order(
     return rows
 
 
-def _git_sha() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True)
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "tunemem"], capture_output=True, text=True
-        ).stdout.strip()
-        return out.stdout.strip() + ("+uncommitted" if dirty else "")
-    except OSError:
-        return "unknown"
-
-
 def main(argv: list[str] | None = None) -> int:
     from tunemem.agent_client.tuners.triton.rounds import RoundPolicy
 
@@ -193,10 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--configs", type=int, default=96, help="given configurations per key")
     p.add_argument("--top-k", type=int, default=16, help="the drop-in's ceiling")
-    p.add_argument("--orders", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--orders", type=int, nargs="+", default=[0, 1, 2], help="key orders: seeds")
     p.add_argument("--embedder", default="hashing")
-    p.add_argument("--out", type=Path)
+    p.add_argument("--out", type=Path, help="the JSON result (its Markdown beside it)")
     args = p.parse_args(argv)
+    started_on()  # the code version is the one this run starts on
     names = {"development": list(DEVELOPMENT), "heldout": list(HELD_OUT)}.get(
         args.cases, [c for c in args.cases.split(",") if c]
     )
@@ -213,10 +203,10 @@ def main(argv: list[str] | None = None) -> int:
         for order in args.orders
         for row in cold_order(keys, order, args.top_k, policy, {"embedder": args.embedder})
     ]
+    words = sys.argv[1:] if argv is None else argv
+    command = shlex.join(["python", "-m", "tunemem.bench.autotune.landscape_cold", *words])
     result = {
-        "command": "python -m tunemem.bench.autotune.landscape_cold " + " ".join(sys.argv[1:]),
-        "git_sha": _git_sha(),
-        "machine": _machine(),
+        **provenance(command, seeds=list(args.orders), kind="replayed"),
         "protocol": "cold",
         "replayed": "replayed on the recorded H200 landscapes (no GPU); recorded medians",
         "memory_held": memory_held(
@@ -235,16 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(json.dumps(result["summary"], indent=1))
     if args.out:
-        args.out.write_text(json.dumps(result, indent=1))
-        args.out.with_suffix(".md").write_text(render(result))
+        write_result(args.out.parent, args.out.stem, result, render(result), echo=False)
     return 0
-
-
-def _machine() -> str:
-    import os
-    import platform
-
-    return f"{platform.node()} ({platform.machine()}, {os.cpu_count()} CPU cores, no GPU)"
 
 
 def render(result: dict[str, Any]) -> str:
@@ -253,9 +235,7 @@ def render(result: dict[str, Any]) -> str:
     lines = [
         "# The cold drop-in on vLLM's fused-MoE kernel (H200 landscapes, replayed)",
         "",
-        memory_held_line(result["memory_held"]) + "  ",
-        f"Command: `{result['command']}` at {result['git_sha']}, on {result['machine']}, "
-        f"{result['wall_s']} s.  ",
+        f"Replayed in {result['wall_s']} s on the CPU (no GPU).  ",
         f"Layers: {', '.join(result['cases'])}; {result['configs']} given configurations per "
         f"key, top_k {result['top_k']}; key orders (seeds of the shuffle) {result['orders']}; "
         f"{result['replayed']}.  ",
