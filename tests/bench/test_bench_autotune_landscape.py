@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
 
 import pytest
 
@@ -24,7 +26,8 @@ def test_random_k_is_exact_over_every_draw_with_failures_as_zero() -> None:
 def test_the_first_key_is_timed_in_full_and_the_others_within_top_k(tmp_path) -> None:
     out = tmp_path / "cold.json"
     argv = ["--cases", "qwen3-30b-a3b-tp1-bf16", "--configs", "24", "--top-k", "6"]
-    assert main([*argv, "--orders", "0", "--out", str(out)]) == 0
+    argv += ["--orders", "0", "--out", str(out)]
+    assert main(argv) == 0
     result = json.loads(out.read_text())
     rows = result["rows"]
     assert len(rows) == 8 and [r["position"] for r in rows] == list(range(8))
@@ -35,22 +38,25 @@ def test_the_first_key_is_timed_in_full_and_the_others_within_top_k(tmp_path) ->
     assert result["memory_held"]["kind"] == "cold" and result["machine"]
     markdown = out.with_suffix(".md").read_text()
     assert "Memory held: **cold**" in markdown and "qwen3-30b-a3b-tp1-bf16/M=" in markdown
+    # written by write_result: how to make it again
+    command = "python -m tunemem.bench.autotune.landscape_cold " + shlex.join(argv)
+    assert result["command"] == command and f"Reproduce: `{command}`" in markdown
+    assert result["measurement"] == "replayed" and result["seeds"] == [0]
+    assert re.fullmatch(r"[0-9a-f]{40}(\+uncommitted)?|tunemem .+", result["code_version"])
+    assert result["machine"]["cpu"]
 
 
-def test_the_result_records_how_to_make_it_again_and_each_order_apart(tmp_path) -> None:
-    """write_result's provenance: the code version, the command, replayed, the key orders as
-    seeds; and each order's summary apart, so a figure comes with its range over orders."""
+def test_the_result_has_each_key_order_apart_and_its_range(tmp_path) -> None:
+    """Each key order's summary apart, so a figure comes with its range over the orders, in the
+    JSON and in the Markdown's table."""
     out = tmp_path / "cold.json"
     argv = ["--cases", "qwen3-30b-a3b-tp1-bf16", "--configs", "12", "--top-k", "4"]
     assert main([*argv, "--orders", "0", "1", "--out", str(out)]) == 0
     result = json.loads(out.read_text())
-    assert result["code_version"] and result["measurement"] == "replayed"
     assert result["seeds"] == [0, 1]
-    assert result["command"].startswith("python -m tunemem.bench.autotune.landscape_cold ")
     each = result["by_seed"]["each"]
     assert sorted(each) == ["0", "1"] and each["1"]["all"]["keys"] == 7
     low, high = result["by_seed"]["range"]["all"]["speed_mean"]
     assert low <= result["summary"]["all"]["speed_mean"] <= high
-    assert "Reproduce: `python -m tunemem.bench.autotune.landscape_cold" in (
-        out.with_suffix(".md").read_text()
-    )
+    low_share, high_share = result["by_seed"]["range"]["all"]["share_speed_within_goal"]
+    assert f"[{low_share:.3f} – {high_share:.3f}]" in out.with_suffix(".md").read_text()

@@ -56,7 +56,10 @@ def _synthetic_result(run_id: str, copy_gbps: float) -> dict:
             "run_id": run_id,
             "latency": "median",
         },
-        "command": f"synthetic {run_id}",
+        "command": f"tunemem bench kernels --tasks softmax,gemm,attention  # {run_id}",
+        "code_version": f"sha-{run_id}",
+        "measurement": "measured",
+        "seeds": [0],
         "rows": [softmax, gemm, {"task": "attention", "shape": "s", "error": "boom"}],
         "trajectory_files": [f"{run_id}.jsonl"],
         "elapsed_s": 1.0,
@@ -79,7 +82,10 @@ def test_markdown_has_a_row_per_shape_and_the_errors():
 
 
 def test_merge_keeps_every_row_and_run():
-    merged = merge_results([_synthetic_result("a", 600.0), _synthetic_result("b", 610.0)])
+    parts = [_synthetic_result("a", 600.0), _synthetic_result("b", 610.0)]
+    merged = merge_results(parts, "tunemem bench kernels --merge a.json b.json")
     assert len(merged["rows"]) == 3 and len(merged["runs"]) == 2  # same shapes: later wins
+    assert merged["command"].endswith(" ; tunemem bench kernels --merge a.json b.json")
+    assert merged["code_version"] == "sha-a, sha-b" and merged["seeds"] == [0]
     assert merged["rows"][0]["copy_gbps"] == 610.0
     assert "Run b" in render_markdown(merged)

@@ -40,6 +40,9 @@ def invoke(*args: str):
         ["audit", "transfer", "--help"],
         ["bench", "service", "--help"],
         ["bench", "kernels", "--help"],
+        ["bench", "live", "--help"],
+        ["bench", "autotune", "--help"],
+        ["bench", "tuners", "--help"],
         ["bench", "moe", "--help"],
         ["tune", "moe", "--help"],
         ["keys", "create", "--help"],
@@ -50,7 +53,9 @@ def invoke(*args: str):
 )
 def test_every_command_has_help(command):
     result = invoke(*command)
-    assert result.exit_code == 0 and "Usage" in result.output
+    # Typer prints "Usage:"; the benchmarks that also run as `python -m` print their argparse
+    # parser's "usage:" (tests/cli/test_cli_bench_options.py).
+    assert result.exit_code == 0 and "usage:" in result.output.lower()
 
 
 def synthetic_run(source: str, slow: float) -> TrajectoryRecord:

@@ -4,13 +4,14 @@ CLI composes them; this module parses the options and calls them."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from tunemem.bench.common.paths import RESULTS_OF, SHARED_DATA, SWEEPS
+from tunemem.bench.common.paths import RESULTS_OF, SHARED_DATA
 from tunemem.cli.common import console, err
 
 bench_app = typer.Typer(
@@ -187,162 +188,51 @@ def _register_service_bench() -> None:
 _register_service_bench()
 
 
-@bench_app.command("kernels")
-def bench_kernels(
-    out: Annotated[Path, typer.Option(help="results folder")] = RESULTS_OF["kernels"],
-    quick: Annotated[bool, typer.Option("--quick")] = False,
-) -> None:
-    """Triton kernels vs torch eager/compile and the hardware limit (needs an NVIDIA GPU)."""
-    from tunemem.bench.kernels.run import run_kernel_bench
-
-    run_kernel_bench(out, quick=quick)
-
-
-@bench_app.command("live")
-def bench_live(
-    tasks: Annotated[
-        str, typer.Option(help="kernels, comma-separated")
-    ] = "softmax,rmsnorm,gemm,decode_attention,attention",
-    budget: Annotated[int, typer.Option(help="live attempts per run")] = 10,
-    arms: Annotated[
-        str, typer.Option(help="random, similarity, value_backoff, default (the agent on suggest)")
-    ] = "random,similarity,value_backoff,default",
-    settings: Annotated[str, typer.Option(help="same_task, all_tasks")] = "same_task,all_tasks",
-    shapes: Annotated[int, typer.Option(help="held-out shapes per task (0: all)")] = 0,
-    sweeps: Annotated[Path, typer.Option(help="recorded sweeps")] = SWEEPS,
-    trajectories: Annotated[Path, typer.Option(help="where live-<task>.jsonl go")] = SWEEPS,
-    out: Annotated[Path, typer.Option(help="where live.json and live.md go")] = RESULTS_OF["live"],
-    budget_s: Annotated[float, typer.Option(help="wall-clock budget, seconds")] = 540.0,
-    workers: Annotated[int, typer.Option(help="memories prepared at once")] = 6,
-    seed: Annotated[int, typer.Option(help="the agent's and the search's seed")] = 0,
-    embedder: Annotated[
-        str, typer.Option(help="the memories' embedder: minilm (the default) or hashing")
-    ] = "minilm",
-    warmup_ms: Annotated[float, typer.Option()] = 5.0,
-    rep_ms: Annotated[float, typer.Option()] = 30.0,
-    resweep: Annotated[
-        bool, typer.Option("--resweep/--no-resweep", help="re-run each held-out shape's sweep")
-    ] = True,
-    quiet_timing: Annotated[
-        bool,
-        typer.Option(help="prepare each shape's memories before timing it, none while it runs"),
-    ] = False,
-    merge: Annotated[
-        list[Path] | None, typer.Option(help="merge these live.json files into --out instead")
-    ] = None,
-) -> None:
-    """The agent tunes held-out kernel shapes live on the GPU with memory of the other shapes
-    (needs an NVIDIA GPU; not part of CI); writes live.json, live.md and trajectories."""
-    from tunemem.bench.live.run import main as live_main
-
-    argv = [
-        *("--tasks", tasks, "--budget", str(budget), "--arms", arms, "--settings", settings),
-        *("--shapes", str(shapes), "--sweeps", str(sweeps), "--trajectories", str(trajectories)),
-        *("--out", str(out), "--budget-s", str(budget_s), "--workers", str(workers)),
-        *("--seed", str(seed), "--embedder", embedder),
-        *("--warmup-ms", str(warmup_ms), "--rep-ms", str(rep_ms)),
-        *([] if resweep else ["--no-resweep"]),
-        *(["--quiet-timing"] if quiet_timing else []),
-        *(["--merge", *map(str, merge)] if merge else []),
-    ]
-    try:
-        code = live_main(argv)
-    except RuntimeError as exc:  # no GPU visible
-        err.print(f"error: {exc}")
-        raise typer.Exit(1) from exc
-    if code:
-        raise typer.Exit(code)
-
-
-@bench_app.command("autotune")
-def bench_autotune(
-    tasks: Annotated[
-        str, typer.Option(help="kernels, comma-separated")
-    ] = "softmax,rmsnorm,decode_attention,attention,gemm",
-    shapes: Annotated[int, typer.Option(help="shapes per task (0: all)")] = 0,
-    top_k: Annotated[float, typer.Option(help="configurations the drop-in times")] = 5,
-    explore: Annotated[float, typer.Option(help="the drop-in's exploration share")] = 0.5,
-    rounds: Annotated[int, typer.Option(help="interleaved re-timing rounds")] = 5,
-    sweeps: Annotated[Path, typer.Option(help="recorded sweeps")] = SWEEPS,
-    trajectories: Annotated[Path, typer.Option(help="where autotune-<task>.jsonl go")] = SWEEPS,
-    out: Annotated[Path, typer.Option(help="where autotune.json and .md go")] = RESULTS_OF[
-        "autotune"
-    ],
-    name: Annotated[str, typer.Option(help="result files' name")] = "autotune",
-    budget_s: Annotated[float, typer.Option(help="wall-clock budget, seconds")] = 540.0,
-    workers: Annotated[int, typer.Option(help="memories prepared at once")] = 8,
-    device: Annotated[str, typer.Option(help="cuda, or cpu (Triton interpreter)")] = "cuda",
-    full_only: Annotated[bool, typer.Option(help="run only the full autotune arm")] = False,
-    cold: Annotated[
-        bool, typer.Option(help="from an empty memory, the shapes in seeded orders (--orders)")
-    ] = False,
-    orders: Annotated[str, typer.Option(help="--cold key orders, comma-separated seeds")] = "0",
-    full_from: Annotated[
-        Path | None, typer.Option(help="the full arm's results from a --full-only run")
-    ] = None,
-    options: Annotated[
-        str | None, typer.Option(help='the drop-in\'s ranking options, JSON ({"lam": 0.0})')
-    ] = None,
-) -> None:
-    """The full triton.autotune against the memory's drop-in on held-out kernel shapes: autotune
-    wall seconds and the chosen configurations' speed (needs an NVIDIA GPU, or --device cpu)."""
-    from tunemem.bench.autotune.command import main as autotune_main
-
-    if device not in ("cuda", "cpu"):
-        err.print(f"error: --device must be cuda or cpu, not {device!r}")
-        raise typer.Exit(2)
-    if cold and not all(o.strip().isdigit() for o in orders.split(",")):
-        err.print(f"error: --orders takes comma-separated seeds (0,1,2), not {orders!r}")
-        raise typer.Exit(2)
-    argv = [
-        *("--tasks", tasks, "--shapes", str(shapes), "--top-k", str(top_k)),
-        *("--explore", str(explore), "--rounds", str(rounds), "--sweeps", str(sweeps)),
-        *("--trajectories", str(trajectories), "--out", str(out), "--name", name),
-        *("--budget-s", str(budget_s), "--workers", str(workers), "--device", device),
-        *(["--full-only"] if full_only else []),
-        *(["--cold", "--orders", *(o.strip() for o in orders.split(","))] if cold else []),
-        *(["--full-from", str(full_from)] if full_from else []),
-        *(["--options", options] if options else []),
-    ]
-    try:
-        code = autotune_main(argv)
-    except RuntimeError as exc:  # no GPU visible, or an arm's process failed
-        err.print(f"error: {exc}")
-        raise typer.Exit(1) from exc
-    if code:
-        raise typer.Exit(code)
-
-
-@bench_app.command("moe")
-def bench_moe(
-    landscape: Annotated[Path, typer.Option(help="recorded H200 timings")] = (
-        RESULTS_OF["moe"] / "h200-landscape"
+# The benchmarks `python -m tunemem.bench.<name>` also runs: their options are declared once, in
+# the module's parser, and the command hands its arguments to it (`--help` prints that parser's).
+FORWARDED = {
+    "kernels": (
+        "tunemem.bench.kernels.run",
+        "Triton kernels vs torch eager/compile and the hardware limit (needs an NVIDIA GPU).",
     ),
-    shipped: Annotated[Path, typer.Option(help="vLLM's shipped files: the memory")] = (
-        DEFAULT_SHARED / "vllm_fused_moe"
+    "live": (
+        "tunemem.bench.live.run",
+        "The agent tunes held-out kernel shapes live on the GPU with memory of the other shapes"
+        " (needs an NVIDIA GPU; not part of CI); writes live.json, live.md and trajectories.",
     ),
-    out: Annotated[Path, typer.Option(help="results folder")] = RESULTS_OF["moe"],
-    budget: Annotated[int, typer.Option(help="timed configurations per batch size")] = 32,
-    seed: Annotated[int, typer.Option(help="the tool's seed")] = 0,
-    cases: Annotated[str | None, typer.Option(help="cases, comma-separated (default all)")] = None,
-) -> None:
-    """`tunemem tune moe` replayed on recorded H200 timings against the best of 384 sampled,
-    copying the nearest GPU's shipped file and vLLM's default (record with kernels.moe_sweep)."""
-    from tunemem.bench.moe.run import main as moe_main
+    "autotune": (
+        "tunemem.bench.autotune.command",
+        "The full triton.autotune against the memory's drop-in on held-out kernel shapes:"
+        " autotune wall seconds and the chosen configurations' speed (needs an NVIDIA GPU, or"
+        " --device cpu).",
+    ),
+    "moe": (
+        "tunemem.bench.moe.run",
+        "`tunemem tune moe` replayed on recorded H200 timings against the best of 384 sampled,"
+        " copying the nearest GPU's shipped file and vLLM's default (record with"
+        " kernels.moe_sweep).",
+    ),
+}
 
-    if not shipped.is_dir():
-        err.print(f"error: no folder of vLLM's shipped files at {shipped}")
-        raise typer.Exit(2)
-    argv = [
-        *("--landscape", str(landscape), "--shipped", str(shipped), "--out", str(out)),
-        *("--budget", str(budget), "--seed", str(seed)),
-    ]
-    if cases:
-        argv += ["--cases", *[c for c in cases.split(",") if c]]
-    try:
-        code = moe_main(argv)
-    except (FileNotFoundError, ValueError) as exc:
-        err.print(f"error: {exc}")
-        raise typer.Exit(2) from exc
-    if code:
-        raise typer.Exit(code)
+
+def _forward(name: str, module: str, summary: str) -> None:
+    def command(ctx: typer.Context) -> None:
+        main = importlib.import_module(module).main
+        try:
+            code = main(list(ctx.args))
+        except RuntimeError as exc:  # no GPU visible, or an arm's process failed
+            err.print(f"error: {exc}")
+            raise typer.Exit(1) from exc
+        if code:
+            raise typer.Exit(code)
+
+    command.__doc__ = f"{summary.rstrip('.')} (--help: options)."
+    bench_app.command(
+        name,
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+        add_help_option=False,
+    )(command)
+
+
+for _name, (_module, _summary) in FORWARDED.items():
+    _forward(_name, _module, _summary)

@@ -116,7 +116,7 @@ class ColdAutotuneBench(AutotuneBench):
         )
         scored = [r for r in self.results if r.get("speed") is not None]
         report = {
-            **self.report_head("autotune-cold", held),
+            **self.report_head("autotune-cold", held, list(self.args.orders)),
             "orders": self.args.orders,
             "summary": cold_summary(scored) if scored else {},
             "shapes": self.results,

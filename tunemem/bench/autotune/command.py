@@ -3,21 +3,19 @@
 
 from __future__ import annotations
 
-from tunemem.bench.autotune.cold import ColdAutotuneBench, render_cold
-from tunemem.bench.autotune.run import AutotuneBench, parser, render_markdown
+from tunemem.bench.autotune.cold import ColdAutotuneBench
+from tunemem.bench.autotune.run import AutotuneBench, parser
+from tunemem.bench.common.options import command_line, prog
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = parser(prog("autotune", argv)).parse_args(argv)
+    args.command = command_line("autotune", argv)
     if args.device == "cuda":
         import torch
 
         if not torch.cuda.is_available():
             raise RuntimeError("bench autotune needs an NVIDIA GPU with CUDA; none is visible")
-    if args.cold:
-        print(render_cold(ColdAutotuneBench(args).run()))
-        return 0
-    report = AutotuneBench(args).run()
-    if not args.full_only:
-        print(render_markdown(report))
+    # Each writes its result through write_result, which prints its Markdown.
+    (ColdAutotuneBench if args.cold else AutotuneBench)(args).run()
     return 0

@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -38,13 +39,7 @@ from tunemem.bench.autotune.replay import H200, by_seed, cold_summary
 from tunemem.bench.autotune.report import summary_table
 from tunemem.bench.common.arms import LIVE_SERVICE_SETTINGS
 from tunemem.bench.common.paths import RESULTS
-from tunemem.bench.common.results import (
-    memory_held,
-    memory_held_line,
-    provenance,
-    started_on,
-    write_result,
-)
+from tunemem.bench.common.results import memory_held, provenance, started_on, write_result
 from tunemem.bench.moe.landscape import Case, load_case
 from tunemem.kernels.moe_plan import CASES, HELD_OUT, SAMPLE_SEED, SAMPLE_SIZE
 from tunemem.kernels.moe_space import config_key, sample_space
@@ -188,9 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--configs", type=int, default=96, help="given configurations per key")
     p.add_argument("--top-k", type=int, default=16, help="the drop-in's ceiling")
-    p.add_argument("--orders", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--orders", type=int, nargs="+", default=[0, 1, 2], help="key orders: seeds")
     p.add_argument("--embedder", default="hashing")
-    p.add_argument("--out", type=Path)
+    p.add_argument("--out", type=Path, help="the JSON result (its Markdown beside it)")
     args = p.parse_args(argv)
     started_on()  # the code version is the one this run starts on
     names = {"development": list(DEVELOPMENT), "heldout": list(HELD_OUT)}.get(
@@ -210,12 +205,9 @@ def main(argv: list[str] | None = None) -> int:
         for row in cold_order(keys, order, args.top_k, policy, {"embedder": args.embedder})
     ]
     words = sys.argv[1:] if argv is None else argv
+    command = shlex.join(["python", "-m", "tunemem.bench.autotune.landscape_cold", *words])
     result = {
-        **provenance(
-            "python -m tunemem.bench.autotune.landscape_cold " + " ".join(words),
-            args.orders,
-            "replayed",
-        ),
+        **provenance(command, seeds=list(args.orders), kind="replayed"),
         "protocol": "cold",
         "replayed": "replayed on the recorded H200 landscapes (no GPU); recorded medians",
         "memory_held": memory_held(
@@ -235,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(json.dumps(result["summary"], indent=1))
     if args.out:
-        write_result(args.out.parent, args.out.stem, result, render(result))
+        write_result(args.out.parent, args.out.stem, result, render(result), echo=False)
     return 0
 
 
@@ -245,9 +237,7 @@ def render(result: dict[str, Any]) -> str:
     lines = [
         "# The cold drop-in on vLLM's fused-MoE kernel (H200 landscapes, replayed)",
         "",
-        memory_held_line(result["memory_held"]),
-        "",
-        f"Wall: {result['wall_s']} s.  ",
+        f"Replayed in {result['wall_s']} s on the CPU (no GPU).  ",
         f"Layers: {', '.join(result['cases'])}; {result['configs']} given configurations per "
         f"key, top_k {result['top_k']}; key orders (seeds of the shuffle) {result['orders']}; "
         f"{result['replayed']}.  ",

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from tunemem.bench.autotune.report import render_markdown, summarise, to_trajectories
+from tunemem.bench.common.options import Listed, prog
 from tunemem.bench.common.paths import RESULTS_OF, SWEEPS
 from tunemem.bench.live.memories import MemoryPool, MemorySpec, load_sweeps
 
@@ -41,21 +42,33 @@ DEFAULT_TASKS = ("softmax", "rmsnorm", "decode_attention", "attention", "gemm")
 GOALS = {"wall_ratio_at_most": 0.2, "speed_at_least": 0.98, "shapes_share_at_least": 0.9}
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--tasks", default=",".join(DEFAULT_TASKS))
+def parser(name: str = prog("autotune", None)) -> argparse.ArgumentParser:
+    """The options of `tunemem bench autotune` and `python -m tunemem.bench.autotune`."""
+    p = argparse.ArgumentParser(prog=name, description=__doc__.splitlines()[0])
+    p.add_argument("--tasks", default=",".join(DEFAULT_TASKS), help="kernels, comma-separated")
     p.add_argument("--shapes", type=int, default=0, help="shapes per task (0: all)")
-    p.add_argument("--sweeps", type=Path, default=SWEEPS)
-    p.add_argument("--trajectories", type=Path, default=SWEEPS)
-    p.add_argument("--out", type=Path, default=RESULTS_OF["autotune"])
+    p.add_argument("--sweeps", type=Path, default=SWEEPS, help="recorded sweeps")
+    p.add_argument(
+        "--trajectories", type=Path, default=SWEEPS, help="where autotune-<task>.jsonl go"
+    )
+    p.add_argument(
+        "--out", type=Path, default=RESULTS_OF["autotune"], help="where autotune.json and .md go"
+    )
     p.add_argument("--top-k", type=float, default=5, help="configurations the drop-in times")
     p.add_argument("--explore", type=float, default=0.5, help="the drop-in's exploration share")
-    p.add_argument("--options", type=json.loads, default=None, help="ranking options (JSON)")
+    p.add_argument(
+        "--options",
+        type=json.loads,
+        default=None,
+        help='the drop-in\'s ranking options, JSON ({"lam": 0.0})',
+    )
     p.add_argument("--rounds", type=int, default=5, help="interleaved re-timing rounds")
     p.add_argument("--workers", type=int, default=8, help="memories prepared at once")
     p.add_argument("--budget-s", type=float, default=540.0, help="wall-clock budget")
-    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--device", choices=("cuda", "cpu"), default="cuda", help="cuda, or cpu (the interpreter)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="the drop-in's seed")
     p.add_argument("--name", default="autotune", help="result files' name")
     p.add_argument(
         "--full-only",
@@ -67,13 +80,27 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the cold protocol: an empty memory per kernel and key order (bench.autotune.cold)",
     )
-    p.add_argument("--orders", type=int, nargs="+", default=[0], help="cold key orders (seeds)")
+    p.add_argument(
+        "--orders",
+        action=Listed,
+        item=int,
+        what="seeds (0,1,2 or 0 1 2)",
+        default=[0],
+        help="--cold key orders: seeds",
+    )
     p.add_argument(
         "--full-from",
         type=Path,
         help="take the full arm's results from an earlier --full-only run's JSON",
     )
     return p
+
+
+# The Markdown of a --full-only run, whose JSON is read back by --full-from.
+FULL_ONLY = (
+    "# bench autotune: the full autotune arm only\n\nThe full `triton.autotune` of each task's "
+    "shapes, kept for a later run's `--full-from`; no drop-in ran, nothing is compared.\n"
+)
 
 
 def _top_k(value: float) -> int | float:
@@ -258,11 +285,11 @@ class AutotuneBench:
             "full_timings": full["timings"],
         }
 
-    def machine(self) -> dict[str, Any]:
-        from tunemem.bench.common.results import machine
+    def device(self) -> dict[str, Any]:
+        """What the result's machine adds for the GPU (or the interpreter): its toolchain."""
         from tunemem.kernels.evidence import toolchain_versions
 
-        found: dict[str, Any] = {**toolchain_versions(), **machine()}
+        found: dict[str, Any] = toolchain_versions()
         if self.args.device == "cuda":
             import torch
 
@@ -271,14 +298,16 @@ class AutotuneBench:
             found["gpu"] = "none (Triton interpreter on the CPU)"
         return found
 
-    def report_head(self, benchmark: str, held: dict[str, str]) -> dict[str, Any]:
-        """What every `bench autotune` report begins with, full-cache or cold."""
+    def report_head(self, benchmark: str, held: dict[str, str], seeds: list[int]) -> dict[str, Any]:
+        """What every `bench autotune` report begins with, full-cache or cold: with what the
+        memory held and how to reproduce it (`provenance`; timed, on the GPU or the CPU)."""
+        from tunemem.bench.common.results import provenance
+
         return {
             "benchmark": benchmark,
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "run_id": self.run_id,
-            "command": "python -m tunemem.bench.autotune " + " ".join(sys.argv[1:]),
-            "machine": self.machine(),
+            **provenance(self.args.command, seeds, "measured", self.device()),
             "device": self.args.device,
             "memory_held": held,
             "top_k": _top_k(self.args.top_k),
@@ -290,17 +319,13 @@ class AutotuneBench:
     def save(self, report: dict[str, Any], markdown: str | None) -> dict[str, Any]:
         """Write the report's JSON, its Markdown (unless None) and the trajectories, in --out
         and --trajectories under --name; the one writer of both protocols."""
-        from tunemem.bench.common.results import with_memory_held
+        from tunemem.bench.common.results import write_result
         from tunemem.ingest.records import TrajectoryRecord
         from tunemem.kernels.sweep import write_trajectories
 
-        out = self.args.out
-        out.mkdir(parents=True, exist_ok=True)
-        (out / f"{self.args.name}.json").write_text(json.dumps(report, indent=1, default=str))
+        write_result(self.args.out, self.args.name, report, markdown or FULL_ONLY)
         if markdown is None:
             return report
-        markdown = with_memory_held(markdown, report["memory_held"])
-        (out / f"{self.args.name}.md").write_text(markdown)
         self.args.trajectories.mkdir(parents=True, exist_ok=True)
         for name, records in self.trajectories.items():
             write_trajectories(
@@ -318,7 +343,7 @@ class AutotuneBench:
             "shapes and nothing of the held-out one",
         )
         report = {
-            **self.report_head("autotune", held),
+            **self.report_head("autotune", held, [self.args.seed]),
             "options": self.args.options,
             "goals": GOALS,
             "elapsed_s": time.monotonic() - self.started,

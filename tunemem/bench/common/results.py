@@ -109,16 +109,38 @@ def started_on() -> str:
     return code_version()
 
 
-def provenance(command: str, seeds: Sequence[int], kind: str) -> dict[str, Any]:
+def provenance(
+    command: str, seeds: Sequence[int], kind: str, device: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The fields that say how to reproduce a result: `command` (the exact command line, with
     today's module names), the seeds it ran, whether it was replayed or measured (`kind`), the
-    code version and the machine."""
+    code version and the machine, with what a GPU run adds to it (`device`: the GPU, its
+    toolchain)."""
     return {
         "code_version": started_on(),
         "command": command,
-        "machine": machine(),
+        "machine": {**machine(), **(device or {})},
         "measurement": kind,
         "seeds": list(seeds),
+    }
+
+
+def merged_provenance(parts: Sequence[dict[str, Any]], command: str) -> dict[str, Any]:
+    """The provenance of one result joined from `parts` by `command`: every part's command and
+    then the join's, every code version and seed of the parts, the first part's machine. Parts
+    measured and replayed are not joined; a part without its provenance is refused."""
+    for part in parts:
+        check_provenance({"memory_held": memory_held("none"), **part})
+    kinds = {part["measurement"] for part in parts}
+    if len(kinds) > 1:
+        raise ValueError(f"cannot join results both {' and '.join(sorted(kinds))}")
+    versions = dict.fromkeys(str(part["code_version"]) for part in parts)
+    return {
+        "code_version": ", ".join(versions),
+        "command": " ; ".join([*(str(part["command"]) for part in parts), command]),
+        "machine": parts[0]["machine"],
+        "measurement": kinds.pop(),
+        "seeds": sorted({seed for part in parts for seed in part["seeds"]}),
     }
 
 
@@ -153,11 +175,19 @@ def with_memory_held(markdown: str, held: dict[str, str]) -> str:
 def check_provenance(result: dict[str, Any]) -> None:
     """Raise `ValueError` unless the result has every `PROVENANCE` field, a known measurement,
     at least one seed, and a command whose `python -m` module exists."""
-    missing = [field for field in PROVENANCE if result.get(field) in (None, "", {})]
+    missing = [field for field in PROVENANCE if result.get(field) in (None, "", {}, [])]
     if missing:
         raise ValueError(
             f"a result must say {', '.join(missing)} (see bench.common.results.provenance)"
         )
+    held = result["memory_held"]
+    if not isinstance(held, dict) or held.get("kind") not in MEMORY_HELD:
+        raise ValueError(
+            f"memory_held must be one of {', '.join(MEMORY_HELD)} as memory_held() writes it, "
+            f"not {held!r}"
+        )
+    if not isinstance(result["machine"], dict) or not isinstance(result["command"], str):
+        raise ValueError("a result's machine is a mapping and its command a command line")
     if result["measurement"] not in MEASUREMENTS:
         raise ValueError(
             f"unknown measurement {result['measurement']!r}; valid: {', '.join(MEASUREMENTS)}"
@@ -191,10 +221,12 @@ def provenance_line(result: dict[str, Any]) -> str:
     )
 
 
-def write_result(out: Path, name: str, result: dict[str, Any], markdown: str) -> None:
-    """Write `out/name.json` and `out/name.md` and print the Markdown. The result must say what
-    the memory held (`memory_held`) and how to reproduce it (`provenance`), or nothing is
-    written; the Markdown then says both under its title."""
+def write_result(
+    out: Path, name: str, result: dict[str, Any], markdown: str, echo: bool = True
+) -> None:
+    """Write `out/name.json` and `out/name.md` and print the Markdown (unless not `echo`). The
+    result must say what the memory held (`memory_held`) and how to reproduce it
+    (`provenance`), or nothing is written; the Markdown then says both under its title."""
     check_provenance(result)
     markdown = with_memory_held(markdown, result["memory_held"])
     held = memory_held_line(result["memory_held"])
@@ -202,5 +234,6 @@ def write_result(out: Path, name: str, result: dict[str, Any], markdown: str) ->
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
     (out / f"{name}.md").write_text(markdown)
-    print(markdown)
+    if echo:
+        print(markdown)
     print(f"wrote {out / (name + '.json')} and {out / (name + '.md')}")

@@ -13,13 +13,18 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from tunemem.bench.common.options import Listed, command_line, prog
 from tunemem.bench.common.paths import RESULTS_OF
-from tunemem.bench.common.results import memory_held, provenance, write_result
+from tunemem.bench.common.results import (
+    memory_held,
+    merged_provenance,
+    provenance,
+    write_result,
+)
 from tunemem.bench.kernels.report import goal_checks, render_markdown
 from tunemem.ingest.records import stable_hash
 from tunemem.kernels.catalogue import get_task, task_names
@@ -191,6 +196,7 @@ def run_kernel_bench(
     time_budget_s: float | None = None,
     warmup_ms: float = 10.0,
     rep_ms: float = 40.0,
+    command: str,
 ) -> dict:
     """Tune every task on this machine's GPU; write kernels.json, kernels.md and trajectories.
 
@@ -201,6 +207,7 @@ def run_kernel_bench(
         trajectories_dir: where `<task>.jsonl` go (default: out_dir/<chip id>).
         time_budget_s: wall-clock budget for the sweeps; shapes share it evenly.
         warmup_ms, rep_ms: do_bench warm-up and repetition time per measurement.
+        command: the command line that ran it, as the result records it.
 
     Returns:
         The report that kernels.json holds.
@@ -267,11 +274,6 @@ def run_kernel_bench(
     result = {
         "benchmark": "kernels",
         "memory_held": memory_held("none", "the kernels are timed on their own"),
-        "machine": {
-            "gpu": device_name,
-            **toolchain_versions(),
-            "sms": torch.cuda.get_device_properties(0).multi_processor_count,
-        },
         "limits": {"descriptor": limits, "measured_copy": copy},
         "settings": {
             "quick": quick,
@@ -283,9 +285,14 @@ def run_kernel_bench(
             "latency": "median of triton.testing.do_bench runs, L2 flushed per run",
         },
         **provenance(
-            " ".join(["python -m tunemem.bench.kernels", *sys.argv[1:]]),
+            command,
             seeds=[0],  # timed, nothing drawn at random
             kind="measured",
+            device={
+                "gpu": device_name,
+                **toolchain_versions(),
+                "sms": torch.cuda.get_device_properties(0).multi_processor_count,
+            },
         ),
         "rows": rows,
         "trajectory_files": files,
@@ -296,7 +303,7 @@ def run_kernel_bench(
     return result
 
 
-def merge_results(parts: list[dict[str, Any]]) -> dict[str, Any]:
+def merge_results(parts: list[dict[str, Any]], command: str) -> dict[str, Any]:
     """One report from several runs on the same machine (e.g. tasks split across calls).
 
     Rows keep the limits of the run that measured them; where two runs measured the same task
@@ -316,7 +323,7 @@ def merge_results(parts: list[dict[str, Any]]) -> dict[str, Any]:
     merged["rows"] = list(latest.values())
     merged["trajectory_files"] = [f for part in parts for f in part["trajectory_files"]]
     merged["elapsed_s"] = sum(part["elapsed_s"] for part in parts)
-    merged["command"] = " ; ".join(part["command"] for part in parts)
+    merged.update(merged_provenance(parts, command))
     merged["runs"] = [
         {
             "run_id": part["settings"]["run_id"],
@@ -330,25 +337,31 @@ def merge_results(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=RESULTS_OF["kernels"])
-    parser.add_argument("--trajectories", type=Path, default=None)
-    parser.add_argument("--tasks", default=",".join(task_names()))
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--budget-s", type=float, default=None)
-    parser.add_argument("--warmup-ms", type=float, default=10.0)
-    parser.add_argument("--rep-ms", type=float, default=40.0)
-    parser.add_argument(
+def parser(name: str = prog("kernels", None)) -> argparse.ArgumentParser:
+    """The options of `tunemem bench kernels` and `python -m tunemem.bench.kernels`."""
+    p = argparse.ArgumentParser(prog=name, description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, default=RESULTS_OF["kernels"], help="results folder")
+    p.add_argument("--trajectories", type=Path, default=None, help="where <task>.jsonl go")
+    p.add_argument("--tasks", default=",".join(task_names()), help="kernels, comma-separated")
+    p.add_argument("--quick", action="store_true", help="fewer shapes and timings (a smoke test)")
+    p.add_argument("--budget-s", type=float, default=None, help="wall-clock budget, seconds")
+    p.add_argument("--warmup-ms", type=float, default=10.0)
+    p.add_argument("--rep-ms", type=float, default=40.0)
+    p.add_argument(
         "--merge",
-        type=Path,
-        nargs="+",
+        action=Listed,
+        item=Path,
         default=None,
         help="merge these kernels.json files into --out instead of running",
     )
-    args = parser.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser(prog("kernels", argv)).parse_args(argv)
     if args.merge:
-        result = merge_results([json.loads(path.read_text()) for path in args.merge])
+        parts = [json.loads(path.read_text()) for path in args.merge]
+        result = merge_results(parts, command_line("kernels", argv))
         result.setdefault("memory_held", memory_held("none", "the kernels are timed on their own"))
         write_result(args.out, "kernels", result, render_markdown(result))
         return 0
@@ -360,6 +373,7 @@ def main(argv: list[str] | None = None) -> int:
         time_budget_s=args.budget_s,
         warmup_ms=args.warmup_ms,
         rep_ms=args.rep_ms,
+        command=command_line("kernels", argv),
     )
     return 0
 

@@ -4,12 +4,11 @@ report and its Markdown."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from tunemem.bench.common.markdown import cell, table
-from tunemem.bench.common.results import memory_held, with_memory_held
+from tunemem.bench.common.results import memory_held, write_result
 from tunemem.bench.live.report import SWEEP
 
 _f = cell
@@ -123,11 +122,8 @@ LIVE_HELD = memory_held(
 )
 
 
-def save(out: Path, report: dict[str, Any]) -> str:
-    """Write live.json and live.md (which says what the memory held) in `out`; the Markdown."""
+def save(out: Path, report: dict[str, Any], echo: bool = True) -> None:
+    """Write live.json and live.md in `out` through `write_result`: the report must say what
+    the memory held and how to reproduce it; the Markdown says both under its title."""
     report.setdefault("memory_held", LIVE_HELD)
-    markdown = with_memory_held(render_markdown(report), report["memory_held"])
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "live.json").write_text(json.dumps(report, indent=1, default=str))
-    (out / "live.md").write_text(markdown)
-    return markdown
+    write_result(out, "live", report, render_markdown(report), echo=echo)

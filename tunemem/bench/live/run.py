@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,8 +32,10 @@ from tunemem.bench.common.arms import (
     WIDEN_K,
     arm_proposer,
 )
+from tunemem.bench.common.options import Listed, command_line, prog
 from tunemem.bench.common.paths import RESULTS_OF, SWEEPS
-from tunemem.bench.live.markdown import LIVE_HELD, render_markdown, save
+from tunemem.bench.common.results import merged_provenance, provenance
+from tunemem.bench.live.markdown import LIVE_HELD, save
 from tunemem.bench.live.memories import (
     MemoryPool,
     MemorySpec,
@@ -269,17 +270,16 @@ class LiveBench:
         finally:
             pool.close()
 
-    def machine(self) -> dict[str, Any]:
+    def device(self) -> dict[str, Any]:
+        """What the result's machine adds for the GPU: its name, SMs and the toolchain."""
         import torch
 
-        from tunemem.bench.common.results import machine
         from tunemem.kernels.evidence import toolchain_versions
 
         return {
             "gpu": self.device_name,
             "sms": torch.cuda.get_device_properties(0).multi_processor_count,
             **toolchain_versions(),
-            **machine(),
         }
 
     def write(self, partial: bool = False) -> dict[str, Any]:
@@ -289,8 +289,7 @@ class LiveBench:
             "partial": partial,
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "run_id": self.run_id,
-            "command": self.args.command,
-            "machine": self.machine(),
+            **provenance(self.args.command, [self.args.seed], "measured", self.device()),
             "service": (
                 "fresh embedded store per memory, index "
                 f"{LIVE_SERVICE_SETTINGS['index']} (chromadb is not on the GPU machine), "
@@ -313,7 +312,7 @@ class LiveBench:
             "shapes": self.shapes,
         }
         report = score_report(raw)
-        save(self.args.out, report)
+        save(self.args.out, report, echo=not partial)
         self.save_trajectories()
         return report
 
@@ -325,19 +324,24 @@ class LiveBench:
             write_trajectories(records, folder / f"live-{name}.jsonl")
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--tasks", default=",".join(DEFAULT_TASKS))
+def parser(name: str = prog("live", None)) -> argparse.ArgumentParser:
+    """The options of `tunemem bench live` and `python -m tunemem.bench.live`."""
+    p = argparse.ArgumentParser(prog=name, description=__doc__.splitlines()[0])
+    p.add_argument("--tasks", default=",".join(DEFAULT_TASKS), help="kernels, comma-separated")
     p.add_argument("--budget", type=int, default=10, help="live attempts per run")
-    p.add_argument("--arms", default=",".join(LIVE_ARMS))
-    p.add_argument("--settings", default=",".join(SETTINGS))
+    p.add_argument(
+        "--arms",
+        default=",".join(LIVE_ARMS),
+        help="random, similarity, value_backoff, default (the agent on suggest)",
+    )
+    p.add_argument("--settings", default=",".join(SETTINGS), help="same_task, all_tasks")
     p.add_argument("--shapes", type=int, default=0, help="held-out shapes per task (0: all)")
-    p.add_argument("--sweeps", type=Path, default=SWEEPS)
-    p.add_argument("--trajectories", type=Path, default=SWEEPS)
-    p.add_argument("--out", type=Path, default=RESULTS_OF["live"])
+    p.add_argument("--sweeps", type=Path, default=SWEEPS, help="recorded sweeps")
+    p.add_argument("--trajectories", type=Path, default=SWEEPS, help="where live-<task>.jsonl go")
+    p.add_argument("--out", type=Path, default=RESULTS_OF["live"], help="where live.json go")
     p.add_argument("--warmup-ms", type=float, default=5.0)
     p.add_argument("--rep-ms", type=float, default=30.0)
-    p.add_argument("--budget-s", type=float, default=540.0, help="wall-clock budget")
+    p.add_argument("--budget-s", type=float, default=540.0, help="wall-clock budget, seconds")
     p.add_argument("--workers", type=int, default=6, help="memories prepared at once")
     p.add_argument("--k", type=int, default=3)
     p.add_argument(
@@ -345,27 +349,30 @@ def parser() -> argparse.ArgumentParser:
         default="minilm",
         help="the memories' embedder: minilm (the service's default) or hashing (no weights)",
     )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--no-resweep", dest="resweep", action="store_false")
+    p.add_argument("--seed", type=int, default=0, help="the agent's and the search's seed")
+    p.add_argument(
+        "--resweep",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="re-run each held-out shape's sweep",
+    )
     p.add_argument(
         "--quiet-timing",
         action="store_true",
         help="prepare each shape's memories before timing it, none while it is timed",
     )
-    p.add_argument("--merge", type=Path, nargs="+", help="merge live.json files into --out")
+    p.add_argument(
+        "--merge", action=Listed, item=Path, help="merge these live.json files into --out instead"
+    )
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    args.command = (
-        " ".join(["python -m tunemem.bench.live", *sys.argv[1:]])
-        if argv is None
-        else " ".join(["tunemem bench live", *argv])
-    )
+    args = parser(prog("live", argv)).parse_args(argv)
+    args.command = command_line("live", argv)
     if args.merge:
-        report = merge([json.loads(path.read_text()) for path in args.merge])
-        print(save(args.out, report))
+        parts = [json.loads(path.read_text()) for path in args.merge]
+        save(args.out, {**merge(parts), **merged_provenance(parts, args.command)})
         return 0
     args.tasks = [t for t in args.tasks.split(",") if t]
     args.arms = [a for a in args.arms.split(",") if a]
@@ -378,8 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     deadline = bench.started + args.budget_s
     for name in args.tasks:
         bench.run_task(name, deadline)
-    report = bench.write(partial=False)
-    print(render_markdown(report))
+    bench.write(partial=False)
     return 0
 
 

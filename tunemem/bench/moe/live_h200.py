@@ -8,13 +8,16 @@ and nothing is reported back. The tool also runs without a memory. Afterwards th
 configurations and the recorded landscape's best (`--landscape`) are timed again in the same
 session, so the speed ratio is measured on one machine at one time.
 `python -m tunemem.bench.moe.live_h200 --dump OUT.json` writes the dump (on any machine);
-`python -m tunemem.bench.moe.live_h200 --shipped-dump D.json --landscape L.jsonl.gz --out DIR` runs.
+`python -m tunemem.bench.moe.live_h200 --shipped-dump D.json --landscape L.jsonl.gz --out DIR` runs
+and writes live.json and live.md there through `write_result` (what the memory held, the code
+version, the command, the GPU, measured, the tool's seed).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -151,14 +154,65 @@ def main(argv: list[str] | None = None) -> int:
             }
         rows.append(row)
         print(json.dumps(row), flush=True)
-    body = {
-        "case": args.case,
-        "budget": args.budget,
-        "rows": rows,
-        "timed": {label: {str(m): r for m, r in res.timed.items()} for label, res in runs.items()},
-    }
-    (args.out / "live.json").write_text(json.dumps(body, indent=1, default=str))
+    import torch
+
+    from tunemem.kernels.evidence import toolchain_versions
+
+    by_arm = {label: {str(m): r for m, r in res.timed.items()} for label, res in runs.items()}
+    command = shlex.join(
+        ["python", "-m", "tunemem.bench.moe.live_h200", *(sys.argv[1:] if argv is None else argv)]
+    )
+    device = {"gpu": torch.cuda.get_device_name(), **toolchain_versions()}
+    write_live(args.out, args.case, args.budget, rows, by_arm, command, device)
     return 0
+
+
+SHIPPED_HELD = (
+    "the shipped files' per-batch-size choices (no H200 file among them), with no "
+    "performance model and nothing reported back"
+)
+
+
+def write_live(
+    out: Path,
+    case: str,
+    budget: int,
+    rows: list[dict[str, Any]],
+    timed: dict[str, Any],
+    command: str,
+    device: dict[str, Any],
+) -> dict[str, Any]:
+    """Write live.json and live.md in `out` through `write_result`: the rows, each arm's
+    timings, and how the run was made (`device`: the GPU and its toolchain)."""
+    from tunemem.bench.common.results import memory_held, provenance, write_result
+
+    result = {
+        "benchmark": "moe-live",
+        "memory_held": memory_held("shipped", SHIPPED_HELD),
+        # the tool's seeded rounds: tune_moe's default seed
+        **provenance(command, seeds=[0], kind="measured", device=device),
+        "case": case,
+        "budget": budget,
+        "rows": rows,
+        "timed": timed,
+    }
+    lines = [
+        f"# tune moe live on the GPU ({case}, budget {budget}, vLLM's full 1,920 space)",
+        "",
+        "| M | landscape best, recorded us | the same, re-timed now us | shipped-files memory: "
+        "us now (speed, found by) | no memory: us now (speed, found by) |",
+        "| ---: | ---: | ---: | --- | --- |",
+    ]
+    for row in rows:
+        now = row["recorded_best_now_us"]
+        arms = [
+            f"{row[label]['us_now']:.1f} ({now / row[label]['us_now']:.3f}, {row[label]['origin']})"
+            for label in ("shipped", "no-memory")
+        ]
+        cells = [str(row["m"]), f"{row['recorded_best_us']:.1f}", f"{now:.1f}", *arms]
+        lines.append("| " + " | ".join(cells) + " |")
+    write_result(out, "live", result, "\n".join(lines) + "\n")
+    return result
 
 
 def _best(result: Any, m: int) -> dict[str, Any]:

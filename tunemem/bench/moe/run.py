@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tunemem.bench.common.options import Listed, prog
 from tunemem.bench.common.paths import RESULTS, VLLM_FUSED_MOE
 from tunemem.bench.moe.landscape import (
     COMPILE_CORE_S,
@@ -209,30 +210,46 @@ def write_artifacts(out: Path, case_result: dict[str, Any]) -> None:
         path.write_text(json.dumps(body, indent=1) + "\n")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tunemem bench moe", description=__doc__.splitlines()[0])
-    parser.add_argument("--landscape", type=Path, default=DEFAULT_LANDSCAPE)
-    parser.add_argument("--shipped", type=Path, default=DEFAULT_SHIPPED)
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    parser.add_argument(
-        "--budget", type=int, default=32, help="timed configurations per batch size"
+def parser(name: str = prog("moe", None)) -> argparse.ArgumentParser:
+    """The options of `tunemem bench moe` and `python -m tunemem.bench.moe`."""
+    p = argparse.ArgumentParser(prog=name, description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--landscape", type=Path, default=DEFAULT_LANDSCAPE, help="recorded H200 timings"
     )
-    parser.add_argument(
+    p.add_argument(
+        "--shipped", type=Path, default=DEFAULT_SHIPPED, help="vLLM's shipped files: the memory"
+    )
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results folder")
+    p.add_argument("--budget", type=int, default=32, help="timed configurations per batch size")
+    p.add_argument(
         "--sweep-budgets",
         type=int,
         nargs="*",
         default=[8],
         help="smaller budgets to run the tool at as well",
     )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cases", nargs="*", default=[c[0] for c in CASES])
-    args = parser.parse_args(argv)
+    p.add_argument("--seed", type=int, default=0, help="the tool's seed")
+    p.add_argument(
+        "--cases",
+        action=Listed,
+        default=[c[0] for c in CASES],
+        help="cases, comma- or space-separated (default all)",
+    )
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parser(prog("moe", argv))
+    args = options.parse_args(argv)
     if not args.shipped.is_dir():
-        parser.error(f"no folder of vLLM's shipped files at {args.shipped}")
+        options.error(f"no folder of vLLM's shipped files at {args.shipped}")
     known = {c[0] for c in CASES}
     if unknown := [c for c in args.cases if c not in known]:
-        parser.error(f"unknown cases {unknown}; known: {sorted(known)}")
-    cases = [load_case(args.landscape, name) for name in args.cases]
+        options.error(f"unknown cases {unknown}; known: {sorted(known)}")
+    try:
+        cases = [load_case(args.landscape, name) for name in args.cases]
+    except (FileNotFoundError, ValueError) as exc:
+        options.error(str(exc))
 
     from tunemem.bench.common.results import memory_held, provenance, started_on, write_result
 

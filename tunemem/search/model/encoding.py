@@ -16,6 +16,10 @@ FloatArray = npt.NDArray[np.float64]
 ConfigKey = tuple[Any, ...]
 
 
+# How many spans of the known values a feature may lie beyond them.
+FAR = 1e3
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -56,4 +60,7 @@ class ParamEncoding:
         else:
             raw = self.low
         span = self.high - self.low
-        return (raw - self.low) / span if span > 0 else 0.0
+        feature = (raw - self.low) / span if span > 0 else 0.0
+        # A value far outside the known ones (a caller's -1e155) is still far, but not so far
+        # that a squared distance overflows and the model fails on every request.
+        return min(max(feature, -FAR), FAR)
