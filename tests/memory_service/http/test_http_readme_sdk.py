@@ -1,5 +1,5 @@
-"""The README's Python SDK example runs as printed against a served store (with the URL it
-names pointed at a test server)."""
+"""The API page's Python example that credits by configuration (the one the README points to)
+runs as printed against a served store, with the URL it names pointed at a test server."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from fastapi.testclient import TestClient
 
 from tunemem.memory_service.http.app import create_app
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "api.md"
 
 
 def _sdk_example() -> str:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
-    (example,) = [block for block in blocks if "MemoryClient(" in block]
+    blocks = re.findall(r"```python\n(.*?)```", PAGE.read_text(encoding="utf-8"), re.S)
+    (example,) = [block for block in blocks if "MemoryClient(" in block and "config=" in block]
     return example
 
 
@@ -30,9 +30,11 @@ def test_readme_sdk_example_runs(service, serve, capsys):
         assert client.post("/v1/lessons", json={"lessons": [lesson]}).status_code == 201
     url = serve(create_app(service))
     code = _sdk_example().replace("http://127.0.0.1:8000", url)
-    exec(compile(code, "README.md", "exec"), {})
+    exec(compile(code, "docs/api.md", "exec"), {})
     printed = capsys.readouterr().out
-    assert "exemplar" in printed and ": 1.0}" in printed
+    # The exemplar's configuration was the one tried: the lesson was followed and rewarded.
+    (lesson_id,) = set(re.findall(r"'([0-9a-f-]{36})'", printed))
+    assert f"{{'{lesson_id}': 1.0}} {{'{lesson_id}': 'followed'}}" in printed
     assert service.counts()["outcomes"] == 1
 
 
@@ -47,13 +49,13 @@ def test_readme_sdk_example_does_not_reward_the_advice_its_outcome_contradicted(
 
     seed_samples(service)
     url = serve(create_app(service))
-    exec(compile(_sdk_example().replace("http://127.0.0.1:8000", url), "README.md", "exec"), {})
+    exec(compile(_sdk_example().replace("http://127.0.0.1:8000", url), "docs/api.md", "exec"), {})
     printed = capsys.readouterr().out
-    first_id = printed.split()[0]
+    first_id = re.findall(r"'([0-9a-f-]{36})'", printed)[0]
     history = service.lesson_history(first_id)
     (outcome,) = history.outcomes
     lesson = service.get_lesson(first_id)
     assert lesson.kind == "failure" and lesson.hint["avoid"] == {"tile_size_y": 4, "read_only": 1}
     (w6600,) = [v for v in history.values if v.scope == "chip:w6600"]
     assert w6600.q < service.settings.q0
-    assert f"'{first_id}': -1.0" in printed
+    assert f"{{'{first_id}': -1.0}} {{'{first_id}': 'contradicted'}}" in printed
