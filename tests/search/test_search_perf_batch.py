@@ -73,6 +73,38 @@ def test_the_stall_driven_shares_grow_from_none_to_full() -> None:
     assert (0, 0) in kinds and len(kinds) >= 2
 
 
+def test_an_unsure_memory_searches_the_runs_best_neighbours_before_any_stall() -> None:
+    # A memory unsure of its ranking here, holding little of the space: from the first batch,
+    # as at a stall, some picks search the run's best neighbours, some explore, one exploits.
+    for draw in (0.0, 0.5, 0.99):
+        local, explore = batch_counts(5, 0.0, 0, draw, coverage=0.0)
+        assert local >= 1 and explore >= 1 and local + explore <= 4
+    # Less sure, fewer local picks; a memory sure of its ranking exploits while it improves,
+    # and one of whole recorded spaces keeps its ranking, sure or not.
+    assert batch_counts(5, 0.8, 0, 0.5, coverage=0.0)[0] < batch_counts(5, 0.0, 0, 0.5)[0]
+    assert batch_counts(5, 1.0, 0, 0.5, coverage=0.0) == (0, 0)
+    assert batch_counts(5, 0.0, 0, 0.5, coverage=1.0)[0] == 0
+
+
+def test_a_run_whose_outcomes_contradict_the_memory_searches_its_best_neighbours_at_once(
+    model,
+) -> None:  # type: ignore[no-untyped-def]
+    """Self-fed memories (a few partial runs) rank another chip's space poorly: the run's own
+    best is searched around from the next batch, not only once it has stalled."""
+    found = (7, 5, 2)  # in the target's basin, which the stored chips rank among the slowest
+    remembered = sorted(KEYS, key=lambda k: stored_latency(k, 1.0))[:4]
+    observations: list[tuple[tuple[int, ...], float | None]] = [
+        (key, target_latency(key)) for key in remembered
+    ]
+    observations.append((found, target_latency(found)))  # the best, just found: no stall
+    posterior = fit_posterior(model, observations, {"chip-a": 0.5, "chip-b": 0.5}, valid=KEYS)
+    assert posterior.stall == 0 and posterior.confidence < 0.5
+    batch = posterior.suggest(5)
+    local = [s for s in batch if s.purpose == "local"]
+    assert local, "no pick searches the run's best neighbourhood"
+    assert all(sum(x != y for x, y in zip(s.key, found, strict=True)) <= 2 for s in local)
+
+
 def test_a_stalled_run_searches_its_best_configurations_neighbours(model, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     # A shortlist far smaller than the space, as on the recorded spaces (4,000 and more
     # candidates against a shortlist of 2,000): the ensemble alone would leave out the basin.
