@@ -164,6 +164,15 @@ def test_suggestions_keep_to_the_callers_space_and_valid_list(model) -> None:  #
     assert sorted(keys, key=repr) == sorted([unseen, (2, 2, 1, "x2")], key=repr)
 
 
+def test_closed_candidates_are_left_out_and_the_batch_is_filled_without_them(model) -> None:  # type: ignore[no-untyped-def]
+    posterior = fit_posterior(model, [], {}, allowed=VALUES, seed=0)
+    first = [s.key for s in posterior.suggest(3)]
+    positions = [posterior.keys.locate(key) for key in first]
+    posterior.close(i for i in positions if i is not None)
+    after = [s.key for s in posterior.suggest(3)]
+    assert len(after) == 3 and not set(after) & set(first)
+
+
 def test_no_feasible_measurement_means_no_model() -> None:
     assert build_family_model(PARAMS, [ChipSpace("chip-a", {(1, 1, 0, "none"): None})]) is None
 

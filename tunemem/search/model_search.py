@@ -40,7 +40,7 @@ the calibration and the best latency use them all.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -187,6 +187,10 @@ class Posterior:
             self.open = self.open & ~outside
         self.best = float(all_y.min()) if len(all_y) else None
         self.observed_features = features[all_rows]
+
+    def close(self, positions: Iterable[int]) -> None:
+        """Leave these candidates out of every later suggestion (the caller may not offer them)."""
+        self.open[np.asarray(list(positions), dtype=np.int64)] = False
 
     def _shortlist(self, signal: float, rng: np.random.Generator) -> npt.NDArray[np.int64]:
         candidates = np.flatnonzero(self.open)

@@ -9,7 +9,11 @@ confidence it reports in the key (what a client such as the Triton drop-in stops
 posterior's times the reach of the stored keys at the request's key (`search.model.reach`,
 also reported): a key beyond where the memory's measurements were seen to carry is one the
 memory cannot be sure of, whatever share of the configurations it measured. The posterior's
-own batch (`search.model.batch`) keeps its confidence.
+own batch (`search.model.batch`) keeps its confidence. A configuration that a remembered failure
+excludes (a hint's `avoid` pattern that fails more often than not) is closed in the posterior
+before the batch is chosen: the performance model does not know failures at a key it has not
+seen, and its picks that the suggest then dropped used to leave the round short of the model's
+configurations.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 from tunemem.memory_service.core.schemas.suggest import SuggestRequest
 from tunemem.memory_service.core.suggest.perf_model_cache import (
@@ -140,6 +146,15 @@ class ModelSearch:
             pooled_share=self.pooled_share,
             noise=noise,
         )
+        if state.remembered.hard_avoid:
+            # What a remembered failure excludes is never offered (`suggest` keeps only fresh
+            # configurations): the batch is chosen without it rather than cut short after.
+            params = self.built.model.params
+            posterior.close(
+                int(i)
+                for i in np.flatnonzero(posterior.open)
+                if state.remembered.excluded(dict(zip(params, posterior.keys[int(i)], strict=True)))
+            )
         self._posterior = (id(state), posterior)
         return posterior
 
