@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -105,18 +106,29 @@ def run_strategy(
 
 
 def run_results(cache: Path, strategy: Any, budget: int, seed: int) -> list[dict[str, Any]]:
-    """One Kernel Tuner run in simulation mode; Kernel Tuner's own result list."""
+    """One Kernel Tuner run in simulation mode; Kernel Tuner's own result list.
+
+    Kernel Tuner's strategies draw from the process's global random state (its `seed` reaches
+    only pymoo's), so the run seeds both global generators from `seed` and puts them back after:
+    the same seed gives the same run whatever ran before it."""
     from kernel_tuner import tune_cache
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        results, _ = tune_cache(
-            str(cache),
-            strategy=strategy,
-            strategy_options={"max_fevals": budget},
-            quiet=True,
-            seed=seed,
-        )
+    saved = random.getstate(), np.random.get_state()
+    random.seed(seed)
+    np.random.seed(seed)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            results, _ = tune_cache(
+                str(cache),
+                strategy=strategy,
+                strategy_options={"max_fevals": budget},
+                quiet=True,
+                seed=seed,
+            )
+    finally:
+        random.setstate(saved[0])
+        np.random.set_state(saved[1])
     return list(results)
 
 
