@@ -4,36 +4,10 @@ are SYNTHETIC (a bowl whose optimum moves with the key)."""
 
 from __future__ import annotations
 
-import itertools
-import math
+from tests.memory_service.core.suggest.synthetic_keys import PARAMS, latency, sweep
 
-from tunemem.ingest.records import AttemptRecord, ContextSpec, TaskSpec, TrajectoryRecord
-
-PARAMS = {"BLOCK_M": [16, 32, 64, 128, 256], "BLOCK_N": [32, 64, 128], "num_warps": [4, 8]}
 STORED = (1, 2, 4, 8)
 SURE = 0.7  # the Triton drop-in's default `RoundPolicy.sure`
-
-
-def latency(m: int, block_m: int, block_n: int, warps: int) -> float:
-    """SYNTHETIC: the best BLOCK_M doubles with every fourfold m."""
-    best = 4.0 + math.log2(m) / 2.0
-    return 1.0 + (math.log2(block_m) - best) ** 2 + 0.2 * (math.log2(block_n) - 6) ** 2 + warps / 40
-
-
-def sweep(m: int) -> TrajectoryRecord:
-    return TrajectoryRecord(
-        source_format="native",
-        source=f"synthetic/m{m}",
-        task=TaskSpec(op="synthetic_gemm", signature={"M": m, "N": 4096, "dtype": "float16"}),
-        context=ContextSpec(chip="NVIDIA H200", backend="cuda"),
-        attempts=[
-            AttemptRecord(
-                index=i, params=dict(zip(PARAMS, c, strict=True)), latency_ms=latency(m, *c)
-            )
-            for i, c in enumerate(itertools.product(*PARAMS.values()))
-        ],
-        synthetic=True,
-    )
 
 
 def suggest(service, m: int, tried_like: int):  # type: ignore[no-untyped-def]
