@@ -67,7 +67,16 @@ def browser(tmp_path: Path) -> Callable[..., str]:
         ).stdout
         if screenshot is not None:
             subprocess.run(
-                [*base, f"--screenshot={screenshot}", "--window-size=1200,900", url],
+                [
+                    *base,
+                    # paint every compositor stage before the shot and keep sRGB colours, so a
+                    # loaded 2-core machine does not capture a blank or re-tinted frame
+                    "--run-all-compositor-stages-before-draw",
+                    "--force-color-profile=srgb",
+                    f"--screenshot={screenshot}",
+                    "--window-size=1200,900",
+                    url,
+                ],
                 capture_output=True,
                 timeout=120,
                 check=True,
