@@ -61,3 +61,50 @@ def test_the_committed_summary_is_the_reports(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "summary.json").read_text()) == json.loads(
         (RESULTS / "summary.json").read_text()
     )
+
+
+FIRST_RUNS = [
+    RESULTS / "h100-run4-rmsnorm-softmax",
+    RESULTS / "h100-run5-matmul-full",
+    RESULTS / "h100-run6-matmul",
+]
+
+
+def test_memory_first_meets_the_bar_on_rmsnorm_and_softmax() -> None:
+    run = analyse(FIRST_RUNS[0])
+    met = [
+        (s["kernel"], s["shape"])
+        for s in run["shapes"]
+        if s["arms"].get("mem-first", {}).get("bar_met")
+    ]
+    assert met == [
+        ("rms_norm", [16384, 2048]),
+        ("rms_norm", [8192, 8192]),
+        ("softmax", [16384, 1024]),
+    ]
+    second = shape(run, "rms_norm", [16384, 2048])["arms"]
+    assert second["mem-first"]["mode"] == "memory" and second["mem-first"]["configs_timed_ok"] == 8
+    assert second["quick+mem"]["bar_met"] is False  # as fast, not in half the wall time
+
+
+def test_the_full_effort_arm_is_the_reference_where_it_ran() -> None:
+    """Run 5 timed Helion's full effort at matmul 1024x4096x1024 and ran out of time before
+    Helion alone at quick effort there: the arms are scored against the full search."""
+    run = analyse(FIRST_RUNS[1])
+    arms = shape(run, "matmul", [1024, 4096, 1024])["arms"]
+    full_ms = arms["full"]["median_ms"]
+    assert arms["mem-first"]["speed_vs_full"] == pytest.approx(
+        full_ms / arms["mem-first"]["median_ms"]
+    )
+    assert arms["mem-first"]["speed_vs_full"] < 0.3  # trusted, and wrong
+    assert 0.85 < arms["quick+mem"]["speed_vs_full"] < 0.9
+    assert "speed" not in arms["mem-first"]  # no quick arm to compare with
+    text = markdown([run], "x")
+    assert "Against Helion's full effort" in text and "mem-first 0.26" in text
+
+
+def test_the_committed_memory_first_summary_is_the_reports(tmp_path: Path) -> None:
+    committed = (RESULTS / "summary-memory-first.md").read_text()
+    sha = committed.split("at commit `", 1)[1].split("`", 1)[0]
+    main([*map(str, FIRST_RUNS), "--out", str(tmp_path / "s"), "--sha", sha])
+    assert (tmp_path / "s.md").read_text() == committed

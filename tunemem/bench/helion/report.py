@@ -112,6 +112,10 @@ def analyse(run: Path) -> dict[str, Any]:
                 entry["wall_ratio"] = data["autotune_wall_s"] / quick["autotune_wall_s"]
                 entry["bar_met"] = entry["speed"] >= SPEED_BAR and entry["wall_ratio"] <= WALL_BAR
             row["arms"][arm] = entry
+        if "full" in times:  # Helion's full effort ran here: every arm against it too
+            for arm, entry in row["arms"].items():
+                if arm != "full" and entry.get("median_ms"):
+                    entry["speed_vs_full"] = times["full"]["median_ms"] / entry["median_ms"]
         if index > 0 and per_mode:
             row["replay"] = replay_decision(logs, rec, result)
         elif index > 0:
@@ -274,11 +278,31 @@ def markdown(runs: Sequence[dict[str, Any]], sha: str) -> str:
                     + {True: "met", False: "not met", None: ""}[data.get("bar_met")]
                     + " |"
                 )
+        lines += _full_lines(run)
         lines += ["", "Replayed on the CPU from the logs:", "", *_replay_lines(run)]
         if run["skipped"]:
             lines += ["", "Not run (the command's time ran out): " + "; ".join(run["skipped"])]
         lines.append("")
     return "\n".join(lines)
+
+
+def _full_lines(run: dict[str, Any]) -> list[str]:
+    """Where Helion's full effort ran: each arm's speed against it (its kernel time over the
+    arm's, from the same interleaved re-timing)."""
+    lines: list[str] = []
+    for shape in run["shapes"]:
+        against = [
+            f"{arm} {data['speed_vs_full']:.3f}"
+            for arm, data in shape["arms"].items()
+            if "speed_vs_full" in data
+        ]
+        if against:
+            full = shape["arms"]["full"]
+            lines.append(
+                f"- {shape['kernel']} {shape['shape']} (full: {full['autotune_wall_s']:.1f} s, "
+                f"{full['configs_timed_ok']} timed): " + ", ".join(against)
+            )
+    return ["", "Against Helion's full effort, where it ran:", "", *lines] if lines else []
 
 
 def _replay_lines(run: dict[str, Any]) -> list[str]:
