@@ -16,7 +16,7 @@ for the lesson listing, whose honest answer is `lessons`, one page):
 - `wrong_types`: a missing parameter, a string for a number, true for 1;
 - `huge`: a chunked answer that never ends (64 KiB chunks until the client hangs up);
 - `busy`: 429 with `Retry-After: retry_after` (1 s unless set; the memory is up, its slots for
-  the tenant taken);
+  the tenant taken); `busy_first = n` answers the first n suggests so whatever the mode;
 - `endless` (lessons only): full pages of junk lessons at every offset, for ever.
 
 Everything here is SYNTHETIC: no service runs, nothing is remembered.
@@ -75,6 +75,7 @@ class HostileMemory:
         self.malformed = "text"
         self.trickle_s = 0.5
         self.retry_after = "1"
+        self.busy_first = 0
         self.requests: dict[str, int] = {}
         self.bytes_sent = 0
         self._stop = threading.Event()
@@ -92,6 +93,8 @@ class HostileMemory:
                 path = self.path
                 memory.requests[path] = memory.requests.get(path, 0) + 1
                 mode = memory.mode if path == "/v1/suggest" else memory.report_mode
+                if path == "/v1/suggest" and memory.requests[path] <= memory.busy_first:
+                    mode = "busy"
                 try:
                     memory.answer(self, mode, path, body)
                 except (BrokenPipeError, ConnectionResetError):

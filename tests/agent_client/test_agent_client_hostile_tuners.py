@@ -82,13 +82,47 @@ def test_kernel_tuner_finishes_its_own_way_after_one_warning(hostile, w6600, mod
         assert hostile.requests.get("/v1/suggest") == 1
 
 
-def test_kernel_tuner_asks_a_busy_memory_again(hostile, w6600):
-    """Issue 39, case 5: 429 is "busy, retry later", not "away": the strategy searches on its
-    own that round and asks again the next, without a warning."""
+class GuardClock:
+    """The guard's clock alone (`memory_policy.time`), so a Retry-After passes in readings, not
+    in seconds: frozen, or `step` seconds later at each reading."""
+
+    def __init__(self, step: float = 0.0) -> None:
+        self.now, self.step = 1000.0, step
+
+    def monotonic(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def test_kernel_tuner_leaves_a_busy_memory_alone_for_its_retry_after(hostile, w6600, monkeypatch):
+    """Issue 39, case 5, on the tuners' one policy: 429 is "busy, retry later", not "away". The
+    strategy used to ask again every round, whatever the Retry-After, and after five busy rounds
+    warned and stopped asking for the rest of the run; now it tunes on its own while the
+    Retry-After runs (here it never ends), warns nothing and still sends the run."""
+    from tunemem.agent_client.tuners import memory_policy
+
+    monkeypatch.setattr(memory_policy, "time", GuardClock())
     hostile.mode = "busy"
-    said, _, _ = _tune(hostile.url, w6600, fevals=12)
+    said, _, strategy = _tune(hostile.url, w6600, fevals=40)  # 10 rounds of 4
     assert said == []
-    assert hostile.requests.get("/v1/suggest", 0) >= 3
+    assert hostile.requests["/v1/suggest"] == 1
+    run = strategy.last_run
+    assert run is not None and set(run.sources) == {"search"}
+    assert len(run.notes) == 1 and "busy" in run.notes[0]
+    assert hostile.requests.get("/v1/trajectories") == 1  # busy is not away: the run goes in
+
+
+def test_kernel_tuner_asks_a_busy_memory_again_after_its_retry_after(hostile, w6600, monkeypatch):
+    from tunemem.agent_client.tuners import memory_policy
+
+    monkeypatch.setattr(memory_policy, "time", GuardClock(step=1.0))
+    hostile.busy_first, hostile.retry_after = 1, "3"
+    said, _, strategy = _tune(hostile.url, w6600, fevals=24)  # 6 rounds of 4
+    assert said == []
+    run = strategy.last_run
+    assert run is not None and run.sources[:4] == ["search"] * 4  # the busy round: its own
+    assert "exemplar" in run.sources  # asked again once the Retry-After passed, and heard
+    assert 2 <= hostile.requests["/v1/suggest"] < 6  # not in the rounds the Retry-After held
 
 
 @pytest.mark.parametrize("malformed", MALFORMED)

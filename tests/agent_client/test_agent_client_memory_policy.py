@@ -1,6 +1,7 @@
 """`memory_policy.MemoryGuard`, the tuners' one policy, against SYNTHETIC failures (no server):
 one warning per failure and the memory left alone, a 429 left alone for its Retry-After with
-one note and no warning, reports dropped while the memory is left alone."""
+one note and no warning (questions held, reports still sent), reports dropped while the memory
+is left alone after a failure."""
 
 from __future__ import annotations
 
@@ -55,6 +56,23 @@ def test_busy_is_a_note_and_a_hold_for_its_retry_after_never_a_warning():
     assert memory.busy == 1 and not memory.available  # held: the next two were not asked
     time.sleep(0.1)
     assert memory.available and memory.failures == 0
+
+
+def test_busy_holds_questions_not_reports():
+    """A 429 to a question says nothing of writes (the server caps suggests, not reports): the
+    reports of the round go on; they used to be dropped for the whole Retry-After."""
+    memory, said, _ = guard()
+    memory.ask("suggest", failing(MemoryBusyError("busy", retry_after_s=60)))
+    sent: list[int] = []
+    assert not memory.available
+    assert memory.submit(lambda link: sent.append(1)) is True
+    assert memory.flush(2.0) and sent == [1] and said == []
+
+
+def test_a_retry_after_of_zero_asks_again_at_once():
+    memory, _, noted = guard()
+    memory.ask("suggest", failing(MemoryBusyError("busy", retry_after_s=0.0)))
+    assert memory.available and memory.busy == 1 and len(noted) == 1  # not BUSY_HOLD_S (10 s)
 
 
 def test_a_failed_report_warns_once_and_leaves_the_memory_alone():

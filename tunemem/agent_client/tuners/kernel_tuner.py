@@ -13,11 +13,14 @@ reports every evaluated configuration as an outcome against its suggestion, and 
 uploads the run as a trajectory, so the next user on the next GPU starts from it. The memory
 unreachable, refusing, or holding nothing for this kernel: one warning line, and the run goes on
 with the search `search.suggest` does in the service (local moves, then untried ones at
-random). The user's tuning never fails because of the memory: every request goes through
-`memory_link` (one deadline for the whole request, no retry, a cap on the answer), reports and
-the upload go in the background, and a suggestion is evaluated only when it is a configuration
-of the user's own space and restrictions not tried yet; after `IDLE_ROUNDS` rounds with none
-such the memory is not asked again.
+random). The user's tuning never fails because of the memory: the run keeps one
+`memory_policy.MemoryGuard`, the tuners' one policy shared with the Triton drop-in and `tunemem
+tune moe` (every request under one deadline, no retry, a capped answer; a failure is one
+warning and the memory left alone for `RETRY_AFTER_S`; a 429 is busy, not away: no warning,
+the round is the run's own and the memory is asked again after its Retry-After; reports and
+the upload in the background, flushed at the end within two deadlines). A suggestion is
+evaluated only when it is a configuration of the user's own space and restrictions not tried
+yet; `IDLE_ROUNDS` rounds in a row with none such are a failure of the memory.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ from tunemem.agent_client.tuners.kernel_tuner_runner import (
     warn_stderr,
 )
 from tunemem.agent_client.tuners.memory_answers import usable_suggestions
-from tunemem.agent_client.tuners.memory_link import MemoryBusyError, MemoryLink, Reporter
+from tunemem.agent_client.tuners.memory_link import MemoryLink
+from tunemem.agent_client.tuners.memory_policy import MemoryGuard
 from tunemem.ingest.chip_context import UNKNOWN_BACKEND, chip_context
 from tunemem.ingest.provenance import Provenance
 from tunemem.ingest.readers.kerneltuner import op_name
@@ -51,10 +55,8 @@ from tunemem.search.suggest import (
 )
 
 # Rounds in a row whose suggestions are all unusable (outside the space or its restrictions,
-# tried, malformed) before the memory is not asked again.
+# tried, malformed) before the memory counts as failed (left alone, `MemoryGuard.fail`).
 IDLE_ROUNDS = 2
-# Rounds answered 429 in a row before the run stops asking a busy memory.
-BUSY_ROUNDS = 5
 # The most valid configurations the service takes in one request (its MAX_VALID): a larger
 # space is sent as its parameters alone, and suggestions outside the restrictions are skipped.
 VALID_SENT_MAX = 50_000
@@ -104,6 +106,7 @@ class MemoryStrategy:
         self.upload = upload
         self.warn = warn
         self.timeout_s = timeout_s
+        self.url = url
         self.client: MemoryLink | None = None
         if client is not None or url is not None:
             where = url or "http://memory.invalid"
@@ -172,19 +175,19 @@ class _Run:
         self.attempts: list[AttemptRecord] = []
         self.sources: list[str] = []
         self.reported = 0
-        self.reachable = True
         self.best_ms: float | None = None
-        self.memory = strategy.client is not None
+        self.notes: list[str] = []  # what the memory said that is no warning (busy)
+        self.guard = MemoryGuard(strategy.client, self._warn, note=self.notes.append)
+        self.asking = strategy.client is not None  # False once the memory holds nothing
         self.rounds = 0
         self.idle_rounds = 0
-        self.busy_rounds = 0
-        self.reporter = Reporter(self._report_failed)
+        self._told_large = False
         self._valid_keys: set[tuple[Any, ...]] | None = None
 
     # ------------------------------------------------------------------ search
     def search(self) -> None:
         while True:
-            batch = self._ask() if self.memory else None
+            batch = self._ask() if self.asking and self.guard.available else None
             if batch is None:
                 batch = self._own(self.strategy.k)
             if not batch:
@@ -193,12 +196,13 @@ class _Run:
                 self._evaluate(config, retrieval_id, used, source)
 
     def _ask(self) -> list[tuple[dict[str, Any], str | None, list[str], str]] | None:
-        """The memory's next round, or None (and no more asking) when it cannot help."""
-        assert self.strategy.client is not None
+        """The memory's next round, or None when it cannot help this round (the guard decides
+        when it is asked again)."""
         space: dict[str, Any] = {"params": {n: list(v) for n, v in self.space.items()}}
         if self.valid is not None and len(self.valid) <= VALID_SENT_MAX:
             space["valid"] = [dict(zip(self.names, c, strict=True)) for c in self.valid]
-        elif self.valid is not None and self.rounds == 0:
+        elif self.valid is not None and not self._told_large:
+            self._told_large = True
             self.strategy.warn(
                 f"the space has {len(self.valid):,} valid configurations, more than the memory "
                 f"takes in one request ({VALID_SENT_MAX:,}): it is asked over the parameters "
@@ -208,34 +212,28 @@ class _Run:
             {"config": dict(o.config), "latency_ms": o.latency_ms, "feasible": o.feasible}
             for o in self.observations
         ]
-        try:
-            answer = self.strategy.client.suggest(
+        answer = self.guard.ask(
+            "suggest",
+            lambda link: link.suggest(
                 self.task,
                 self.context,
                 space,
                 observations=observations,
                 k=self.strategy.k,
                 seed=self.strategy.seed + self.rounds,
-            )
-        except MemoryBusyError:  # up but busy: this round is the run's own, the next one asks
-            self.busy_rounds += 1
-            if self.busy_rounds >= BUSY_ROUNDS:
-                self._give_up(
-                    f"the memory answered busy (429) {self.busy_rounds} rounds in a row; "
-                    "own search continues"
-                )
+            ),
+        )
+        if answer is None:  # failed, or busy: this round is the run's own
             return None
-        except Exception as exc:  # the memory must never break the user's tuning
-            self.reachable = False
-            self._give_up(f"the memory is unreachable or refused ({exc}); own search continues")
-            return None
-        self.busy_rounds = 0
         self.rounds += 1
         tried = [config_key(self.space, o.config) for o in self.observations]
         valid = self.valid_keys() if self.valid is not None else None
         suggestions, refused = usable_suggestions(answer, self.space, valid, tried, known=True)
         if self.rounds == 1 and not refused and all(s.source == "search" for s in suggestions):
-            self._give_up(
+            # Up and answering, with nothing for this kernel: not asked again, but the run
+            # still goes in, so the next user starts from it.
+            self.asking = False
+            self.strategy.warn(
                 f"the memory holds nothing for {self.kernel} on {self.context['chip']}; "
                 "own search continues"
             )
@@ -243,13 +241,13 @@ class _Run:
         if not suggestions:
             self.idle_rounds += 1
             if self.idle_rounds >= IDLE_ROUNDS:
-                self._give_up(
-                    f"{self.idle_rounds} rounds of the memory's suggestions held no untried "
-                    f"configuration of this space ({refused} refused); own search continues"
+                self.guard.fail(
+                    f"unavailable (suggest: {self.idle_rounds} rounds held no untried "
+                    f"configuration of this space; {refused} refused)"
                 )
             return None
         self.idle_rounds = 0
-        retrieval_id = answer.get("retrieval_id")
+        retrieval_id = answer.get("retrieval_id") if isinstance(answer, dict) else None
         retrieval_id = retrieval_id if isinstance(retrieval_id, str) and retrieval_id else None
         return [(s.config, retrieval_id, s.lessons, s.source or "memory") for s in suggestions]
 
@@ -259,15 +257,10 @@ class _Run:
             self._valid_keys = {identity(key) for key in self.valid or ()}
         return self._valid_keys
 
-    def _give_up(self, message: str) -> None:
-        if self.memory:
-            self.strategy.warn(message)
-        self.memory = False
-
-    def _report_failed(self, message: str) -> None:
-        """The reporter's one warning: the memory is not asked again in this run."""
-        self.reachable = False
-        self._give_up(f"{message}; own search continues")
+    def _warn(self, message: str) -> None:
+        """The guard's one warning line for a failure of the memory."""
+        where = f"memory at {self.strategy.url}" if self.strategy.url else "the memory"
+        self.strategy.warn(f"{where} {message}; own search continues")
 
     def _own(self, n: int) -> list[tuple[dict[str, Any], str | None, list[str], str]]:
         """n configurations of the run's own search (as the service would fill them)."""
@@ -326,7 +319,7 @@ class _Run:
             )
         )
         self.sources.append(source)
-        if self.memory and self.strategy.report and retrieval_id is not None:
+        if self.strategy.report and retrieval_id is not None and self.guard.sending:
             outcome = Outcome(
                 compiled=compiled,
                 correct=feasible if compiled else None,
@@ -336,13 +329,14 @@ class _Run:
                 provenance={"origin": self.origin, "device_reported": self.device_reported},
                 **timed_attempt(config, result.get("times"), latency_ms),
             )
-            self.reporter.submit(lambda: self._report(retrieval_id, outcome, used))
+            self.guard.submit(lambda link: self._report(link, retrieval_id, outcome, used))
         if latency_ms is not None and (self.best_ms is None or latency_ms < self.best_ms):
             self.best_ms = latency_ms
 
-    def _report(self, retrieval_id: str, outcome: Outcome, used: list[str]) -> None:
-        assert self.strategy.client is not None
-        self.strategy.client.report(retrieval_id, outcome, used=used)
+    def _report(
+        self, link: MemoryLink, retrieval_id: str, outcome: Outcome, used: list[str]
+    ) -> None:
+        link.report(retrieval_id, outcome, used=used)
         self.reported += 1
 
     def _score(self, result: dict[str, Any]) -> float | None:
@@ -355,13 +349,12 @@ class _Run:
         return 1000.0 / float(value) if higher else float(value)
 
     def finish(self) -> None:
-        """Upload the run as a trajectory (once, at the end, unless the memory was found
-        unreachable), then wait for the reports in flight at most two deadlines; failures only
-        warn."""
-        client = self.strategy.client
-        if client is None:
+        """Upload the run as a trajectory (once, at the end, unless the memory is left alone
+        after a failure), then wait for the reports in flight at most two deadlines; failures
+        only warn."""
+        if self.strategy.client is None:
             return
-        if self.strategy.upload and self.attempts and self.reachable:
+        if self.strategy.upload and self.attempts and self.guard.sending:
             if self.chip.backend == UNKNOWN_BACKEND:
                 self.strategy.warn(
                     f"the run is not uploaded: Kernel Tuner names the device {self.chip.raw!r} "
@@ -369,8 +362,8 @@ class _Run:
                 )
             else:
                 run = self.trajectory()
-                self.reporter.submit(lambda: client.upload_trajectories([run]))
-        self.reporter.flush(2 * self.strategy.timeout_s)
+                self.guard.submit(lambda link: link.upload_trajectories([run]))
+        self.guard.flush(2 * self.strategy.timeout_s)
 
     def trajectory(self) -> dict[str, Any]:
         """The run in the canonical trajectory shape (`POST /v1/trajectories`)."""

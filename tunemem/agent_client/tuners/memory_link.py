@@ -283,7 +283,7 @@ class Reporter:
                     self.dropped += 1
             except MemoryBusyError as exc:  # up but busy: a pause, not a failure
                 self.busy += 1
-                self._hold_s = exc.retry_after_s or BUSY_HOLD_S
+                self._hold_s = BUSY_HOLD_S if exc.retry_after_s is None else exc.retry_after_s
                 self._failed_at = time.monotonic()
             except Exception as exc:  # a report that fails must never reach the user's loop
                 self.error = brief(exc)

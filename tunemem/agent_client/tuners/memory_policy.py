@@ -7,9 +7,10 @@ request, answer included, no retry, a capped answer) and decides what follows ea
   `MemoryUnavailableWarning` line, and the memory is left alone for `RETRY_AFTER_S`: a memory
   that is down costs one deadline, not one per question;
 - a 429 is busy, not away: no warning (the tool's `note` hears of it once), and the memory is
-  left alone for its Retry-After (`BUSY_HOLD_S` without one);
+  not asked again before its Retry-After (`BUSY_HOLD_S` without one); the reports go on (the
+  server caps questions, not writes; a report answered 429 pauses the reporter alone);
 - reports and uploads go through one background `Reporter`, dropped while the memory is left
-  alone; `flush` waits for them at most the bound it is given.
+  alone after a failure; `flush` waits for them at most the bound it is given.
 
 The Kernel Tuner strategy, the Triton drop-in and `tunemem tune moe` each keep one guard for a
 run; only what they do with an answer is their own.
@@ -63,11 +64,19 @@ class MemoryGuard:
         self.failures = 0  # failures the guard warned of
         self.busy = 0  # questions answered 429
         self.reporter = Reporter(self._report_failed, retry_after_s=retry_after_s)
-        self._held_until = 0.0
+        self._held_until = 0.0  # after a failure: neither asked nor sent to
+        self._busy_until = 0.0  # after a 429: not asked
 
     @property
     def available(self) -> bool:
-        """Whether there is a memory and it is not being left alone."""
+        """Whether there is a memory and it may be asked now (not left alone, not busy)."""
+        now = time.monotonic()
+        return self.link is not None and now >= max(self._held_until, self._busy_until)
+
+    @property
+    def sending(self) -> bool:
+        """Whether reports are sent now: there is a memory and it is not left alone after a
+        failure (a busy one still takes them)."""
         return self.link is not None and time.monotonic() >= self._held_until
 
     def ask(self, what: str, call: Callable[[MemoryLink], T]) -> T | None:
@@ -80,7 +89,8 @@ class MemoryGuard:
             return call(link)
         except MemoryBusyError as exc:  # up but busy: this question is the tool's own
             self.busy += 1
-            self._hold(exc.retry_after_s or BUSY_HOLD_S)
+            wait = BUSY_HOLD_S if exc.retry_after_s is None else exc.retry_after_s
+            self._busy_until = max(self._busy_until, time.monotonic() + wait)
             if self.busy == 1 and self.note is not None:
                 self.note(f"busy (429, {what}); asked again later")
             return None
@@ -92,13 +102,14 @@ class MemoryGuard:
         """The memory failed (or answered nothing the tool can use): one warning, then the
         memory is left alone."""
         self.failures += 1
-        self._hold(self.retry_after_s)
+        self._held_until = max(self._held_until, time.monotonic() + self.retry_after_s)
         self.warn(message)
 
     def submit(self, job: Callable[[MemoryLink], Any]) -> bool:
-        """Queue a report or upload for the background; False when it is dropped."""
+        """Queue a report or upload for the background; False when it is dropped (no memory,
+        or one left alone after a failure)."""
         link = self.link
-        if link is None or not self.available:
+        if link is None or not self.sending:
             return False
         return self.reporter.submit(lambda: job(link))
 
@@ -109,9 +120,6 @@ class MemoryGuard:
     def close(self) -> None:
         if self.link is not None:
             self.link.close()
-
-    def _hold(self, seconds: float) -> None:
-        self._held_until = max(self._held_until, time.monotonic() + seconds)
 
     def _report_failed(self, message: str) -> None:
         """The reporter's one warning (what it sends next is dropped for `retry_after_s`)."""

@@ -290,8 +290,8 @@ class MoeMemory:
         were timed (against their retrieval), then the round as a trajectory; `provenance`
         ({origin, device_reported}) says how the timings were obtained. Sent in the
         background (`memory_policy.MemoryGuard.submit`); dropped while the memory is left
-        alone."""
-        if not timed or not self.guard.available:
+        alone after a failure."""
+        if not timed or not self.guard.sending:
             return
         reports = outcomes(timed, evidence.get("best_before_us"), provenance)
         run = trajectory(task, context, timed, evidence, provenance)
