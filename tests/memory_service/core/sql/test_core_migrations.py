@@ -2,16 +2,13 @@
 previous revision (or before migrations) upgrades and keeps its data, `tunemem migrate` works,
 and workers racing on an empty PostgreSQL database migrate it once.
 
-The PostgreSQL case needs a server (TUNEMEM_TEST_PG_URL, default
-postgresql+psycopg://postgres@127.0.0.1:5432/postgres) and skips with the reason without one.
+The PostgreSQL case needs a server (`conftest.empty_pg_database`) and skips with the reason
+without one; test_core_pg_evidence.py takes the evidence columns through PostgreSQL.
 """
 
 from __future__ import annotations
 
-import os
 import threading
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,10 +30,6 @@ from tunemem.memory_service.core.sql.store import (
     migrate,
 )
 from tunemem.memory_service.service import MemoryService
-
-PG_URL = os.environ.get(
-    "TUNEMEM_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-)
 
 
 def sqlite_engine(path: Path) -> Engine:
@@ -128,23 +121,6 @@ def test_tunemem_migrate(tmp_path, monkeypatch):
     assert again.exit_code == 0 and "nothing to do" in again.output
     unknown = runner.invoke(app, ["migrate", *data, "--revision", "9999"])
     assert unknown.exit_code == 2 and "9999" in unknown.output
-
-
-@pytest.fixture
-def empty_pg_database() -> Iterator[str]:
-    try:
-        import psycopg
-
-        admin = psycopg.connect(PG_URL.replace("+psycopg", ""), autocommit=True, connect_timeout=2)
-    except Exception as exc:  # noqa: BLE001 - any failure means "not available"
-        pytest.skip(f"PostgreSQL not reachable at {PG_URL}: {exc.__class__.__name__}")
-    name = f"tunemem_migrate_{uuid.uuid4().hex[:10]}"
-    admin.execute(f"CREATE DATABASE {name}")
-    try:
-        yield f"{PG_URL.rsplit('/', 1)[0]}/{name}"
-    finally:
-        admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
-        admin.close()
 
 
 @pytest.mark.server

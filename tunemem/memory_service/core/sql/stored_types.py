@@ -9,8 +9,8 @@ note the read in the request's collector (`damaged_reads`: retrieve and suggest 
 one warning) and log it once per column and process. `tunemem doctor`, which reads the columns
 as stored (not through these types), names each such row and `--fix` repairs it.
 
-Writes are unchanged: the types store what the plain JSON and float types store, and the
-schema (the DDL, the migrations) is the same.
+Writes are unchanged: the types store what the plain JSON and float types store (a nullable
+JSON column stores None as SQL NULL), and the schema (the DDL, the migrations) is the same.
 """
 
 from __future__ import annotations
@@ -98,7 +98,9 @@ class StoredJSON(TypeDecorator[Any]):
     def __init__(
         self, column: str, shape: type = dict, nullable: bool = False, items: str | None = None
     ) -> None:
-        super().__init__()
+        # A nullable column stores None as SQL NULL, not as the JSON text `null`: rows from
+        # before the column (NULL) and rows written since then read and filter alike.
+        super().__init__(none_as_null=nullable)
         self.column = column
         self.shape = shape
         self.nullable = nullable
