@@ -14,7 +14,6 @@ there and says so), and a stored hint it cannot use is left out and named in the
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -34,8 +33,6 @@ from tunemem.memory_service.core.schemas.suggest import (
     SuggestResponse,
 )
 from tunemem.retrieval.timings import summarise
-from tunemem.search.model.pooled import KeyContext
-from tunemem.search.model.reach import key_distance
 from tunemem.search.steps import wide_search_step
 from tunemem.search.suggest import (
     HintedLesson,
@@ -76,27 +73,6 @@ def hinted(lesson: RetrievedLesson) -> HintedLesson:
         text=lesson.text,
         avoid_applies=lesson.warning or lesson.kind != "failure",
     )
-
-
-def nearest_key_first(
-    lessons: list[RetrievedLesson], signature: dict[str, Any] | None
-) -> list[RetrievedLesson]:
-    """The retrieved lessons, those recorded at the key nearest the request's first
-    (`search.model.reach.key_distance`: log2 sizes and dtype width), the retrieval's order kept
-    among equals and for lessons whose key names no size; unchanged without a signature."""
-    if not signature:
-        return list(lessons)
-    target = KeyContext.of(signature, None)
-    if not target.sizes:
-        return list(lessons)
-
-    def distance(lesson: RetrievedLesson) -> float:
-        stored = KeyContext.of(lesson.applicability.signature, None)
-        if not set(stored.sizes) & set(target.sizes):
-            return math.inf
-        return key_distance(target, stored)
-
-    return sorted(lessons, key=distance)
 
 
 def relative_error(observation: ObservationIn) -> float | None:
@@ -174,8 +150,7 @@ class Suggestions:
             tenant=tenant,
         )
         space = {name: tuple(values) for name, values in request.space.params.items()}
-        ranked = nearest_key_first(retrieval.lessons, request.task.signature)
-        lessons = [hinted(lesson) for lesson in ranked]
+        lessons = [hinted(lesson) for lesson in retrieval.lessons]
         valid = request.space.valid
         state = SuggestState(
             space=space,
