@@ -33,7 +33,7 @@ from tunemem.memory_service.core.suggest.perf_model_cache import (
 from tunemem.platforms.similarity import chip_similarity
 from tunemem.search.model.family import ConfigKey
 from tunemem.search.model.pooled import KeyContext
-from tunemem.search.model.reach import key_distance, model_reach
+from tunemem.search.model.reach import model_reach
 from tunemem.search.model_search import (
     POOLED_SHARE_KNOWN_KEY,
     POOLED_SHARE_NEW_KEY,
@@ -48,9 +48,6 @@ log = logging.getLogger(__name__)
 # A stored space of another problem of the family counts half as much a priori as one of the
 # same problem on the same chip.
 OTHER_PROBLEM = 0.5
-# Experiment (cold3, variant B): another key's column weighs half as much per two log2 units
-# of key distance (`search.model.reach.key_distance`).
-KEY_HALVING = 0.5 ** 0.5
 
 
 def column_prior(
@@ -59,15 +56,10 @@ def column_prior(
     """Prior weight of each stored column: the similarity of its chip to the target chip (from
     the platforms' descriptors), halved for another problem size."""
     wanted = problem_key(dict(signature or {}))
-    target = KeyContext.of(signature, chip)
-    contexts = built.model.contexts
     prior = {}
     for label, (source_chip, problem) in built.columns.items():
         similarity = chip_similarity(chip, source_chip) if chip else 1.0
-        near = 1.0
-        if problem != wanted and label in contexts and target.sizes:
-            near = KEY_HALVING ** key_distance(target, contexts[label])
-        prior[label] = similarity * (1.0 if problem == wanted else OTHER_PROBLEM * near)
+        prior[label] = similarity * (1.0 if problem == wanted else OTHER_PROBLEM)
     return prior
 
 
