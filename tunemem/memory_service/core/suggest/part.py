@@ -33,7 +33,6 @@ from tunemem.memory_service.core.schemas.suggest import (
     SuggestResponse,
 )
 from tunemem.retrieval.timings import summarise
-from tunemem.search.model.pooled import KeyContext
 from tunemem.search.steps import wide_search_step
 from tunemem.search.suggest import (
     HintedLesson,
@@ -46,12 +45,9 @@ from tunemem.search.suggest import (
     project,
     suggest,
 )
-from tunemem.search.trend import trend_configs
 
 # Lessons retrieved per suggest call: enough exemplars for k configurations, at least ten.
 MIN_LESSONS = 10
-# The opening's picks at a key beyond every stored one from the trend of their best ones.
-TREND_PICKS = 2
 
 ModelFactory = Callable[[SuggestRequest, str | None, str | None], ModelProposer | None]
 
@@ -166,10 +162,7 @@ class Suggestions:
         )
         seed = request.seed if request.seed is not None else len(request.observations)
         model = self.model(request, retrieval.chip, tenant) if self.model else None
-        trend = self._trend(request, retrieval, state)
-        chosen = trend + suggest(
-            state, request.k - len(trend), seed, model, wide_search_step, deadline
-        )
+        chosen = suggest(state, request.k, seed, model, wide_search_step, deadline)
         return SuggestResponse(
             retrieval_id=retrieval.retrieval_id,
             stage=stage,
@@ -178,38 +171,6 @@ class Suggestions:
             warnings=[*retrieval.warnings, *self._warnings(request, state, len(chosen))],
             settings={**retrieval.settings, "lessons": n_lessons, "seed": seed},
         )
-
-    @staticmethod
-    def _trend(
-        request: SuggestRequest, retrieval: RetrieveResponse, state: SuggestState
-    ) -> list[Suggestion]:
-        """The opening's first picks at a key beyond every stored one: the valid
-        configurations nearest the trend of the stored keys' best ones (`search.trend`)."""
-        if request.observations or request.space.valid is None or request.k < TREND_PICKS:
-            return []
-        target = KeyContext.of(request.task.signature, None).sizes
-        points = [
-            (KeyContext.of(lesson.applicability.signature, None).sizes, lesson.hint["config"])
-            for lesson in retrieval.lessons
-            if isinstance(lesson.hint, dict) and isinstance(lesson.hint.get("config"), dict)
-        ]
-        out: list[Suggestion] = []
-        for config in trend_configs(points, target, state.space, request.space.valid):
-            if len(out) == TREND_PICKS:
-                break
-            if state.fresh(config):
-                out.append(
-                    state.offer(
-                        Suggestion(
-                            dict(config),
-                            (),
-                            "search",
-                            "trend",
-                            "nearest the trend of the stored keys' best configurations",
-                        )
-                    )
-                )
-        return out
 
     @staticmethod
     def _public(suggestion: Suggestion, retrieval: RetrieveResponse) -> SuggestionPublic:
