@@ -235,7 +235,6 @@ def build_pooled(
         random_state=seed,
         deterministic=True,
         force_row_wise=True,
-        linear_tree=True,
         verbose=-1,
     )
     learner.fit(x, y)
