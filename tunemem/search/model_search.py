@@ -187,19 +187,10 @@ class Posterior:
             self.open = self.open & ~outside
         self.best = float(all_y.min()) if len(all_y) else None
         self.observed_features = features[all_rows]
-        self.held: list[int] = []  # candidates offered in the round, not yet observed (`hold`)
 
     def close(self, positions: Iterable[int]) -> None:
         """Leave these candidates out of every later suggestion (the caller may not offer them)."""
         self.open[np.asarray(list(positions), dtype=np.int64)] = False
-
-    def hold(self, positions: Iterable[int]) -> None:
-        """Candidates the round already offers (the memory's exemplars): closed, and counted
-        as tried by the exploring picks, so a batch for the rest of the round keeps its
-        composition (`search.model.batch`) instead of losing its last picks to them."""
-        held = [i for i in positions if self.open[i]]
-        self.close(held)
-        self.held.extend(held)
 
     def _shortlist(self, signal: float, rng: np.random.Generator) -> npt.NDArray[np.int64]:
         candidates = np.flatnonzero(self.open)
@@ -245,7 +236,7 @@ class Posterior:
             self.var,
             self.length,
             self.confidence,
-            np.vstack([self.observed_features, self.features[self.held]]),
+            self.observed_features,
             self.ranked_observed,
         )
         return pick_batch(inputs, k, self.stall, self.draw, self.coverage)

@@ -175,13 +175,8 @@ class ModelSearch:
     def _suggest(self, state: SuggestState, n: int) -> list[Suggestion]:
         posterior = self.posterior(state)
         params = self.built.model.params
-        space = list(state.space)
-        offered = (
-            self._key(dict(zip(space, (v for _, v in key), strict=True))) for key in state.offered
-        )
-        posterior.hold(i for i in map(posterior.keys.locate, offered) if i is not None)
         out: list[Suggestion] = []
-        for s in posterior.suggest(n):
+        for s in posterior.suggest(n + len(state.offered)):
             config = {name: dict(zip(params, s.key, strict=True))[name] for name in state.space}
             if state.taken(config_key(state.space, config)):
                 continue
