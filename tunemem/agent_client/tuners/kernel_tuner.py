@@ -319,7 +319,7 @@ class _Run:
             )
         )
         self.sources.append(source)
-        if self.strategy.report and retrieval_id is not None and self.guard.sending:
+        if self.strategy.report and retrieval_id is not None:
             outcome = Outcome(
                 compiled=compiled,
                 correct=feasible if compiled else None,
@@ -354,7 +354,7 @@ class _Run:
         only warn."""
         if self.strategy.client is None:
             return
-        if self.strategy.upload and self.attempts and self.guard.sending:
+        if self.strategy.upload and self.attempts:
             if self.chip.backend == UNKNOWN_BACKEND:
                 self.strategy.warn(
                     f"the run is not uploaded: Kernel Tuner names the device {self.chip.raw!r} "

@@ -56,6 +56,12 @@ class MemoryBusyError(MemoryLinkError):
         super().__init__(message)
         self.retry_after_s = retry_after_s
 
+    @property
+    def hold_s(self) -> float:
+        """How long to leave the memory unasked: its Retry-After (0: at once), else
+        `BUSY_HOLD_S`."""
+        return BUSY_HOLD_S if self.retry_after_s is None else self.retry_after_s
+
 
 class MemoryLink:
     """Requests to the memory, each bounded by one deadline, never retried.
@@ -283,7 +289,7 @@ class Reporter:
                     self.dropped += 1
             except MemoryBusyError as exc:  # up but busy: a pause, not a failure
                 self.busy += 1
-                self._hold_s = BUSY_HOLD_S if exc.retry_after_s is None else exc.retry_after_s
+                self._hold_s = exc.hold_s
                 self._failed_at = time.monotonic()
             except Exception as exc:  # a report that fails must never reach the user's loop
                 self.error = brief(exc)

@@ -23,7 +23,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from tunemem.agent_client.tuners.memory_link import (
-    BUSY_HOLD_S,
     RETRY_AFTER_S,
     MemoryBusyError,
     MemoryLink,
@@ -89,8 +88,7 @@ class MemoryGuard:
             return call(link)
         except MemoryBusyError as exc:  # up but busy: this question is the tool's own
             self.busy += 1
-            wait = BUSY_HOLD_S if exc.retry_after_s is None else exc.retry_after_s
-            self._busy_until = max(self._busy_until, time.monotonic() + wait)
+            self._busy_until = max(self._busy_until, time.monotonic() + exc.hold_s)
             if self.busy == 1 and self.note is not None:
                 self.note(f"busy (429, {what}); asked again later")
             return None
